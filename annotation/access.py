@@ -1,0 +1,56 @@
+"""Who may see what. Every project view starts with one of these helpers.
+
+A user who is not a member of a project gets 404 for every URL of it, so that the existence of
+a project is not disclosed to outsiders. A member without the lead role gets 403 on lead pages.
+Superusers act as leads everywhere (they administer the instance anyway).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest
+from django.shortcuts import get_object_or_404
+
+from .models import Membership, Project, Role
+
+
+@dataclass(frozen=True)
+class Access:
+    project: Project
+    role: Role
+
+    @property
+    def is_lead(self) -> bool:
+        return self.role == Role.LEAD
+
+
+def project_for_member(request: HttpRequest, slug: str) -> Access:
+    user = request.user
+    if not user.is_authenticated:
+        raise Http404("no such project")
+    project = get_object_or_404(Project, slug=slug)
+    if user.is_superuser:
+        return Access(project, Role.LEAD)
+    membership = Membership.objects.filter(project=project, user=user).first()
+    if membership is None:
+        raise Http404("no such project")
+    return Access(project, Role(membership.role))
+
+
+def project_for_lead(request: HttpRequest, slug: str) -> Access:
+    access = project_for_member(request, slug)
+    if not access.is_lead:
+        raise PermissionDenied("this page is for the project's leads")
+    return access
+
+
+def projects_of(request: HttpRequest) -> list[Access]:
+    user = request.user
+    if not user.is_authenticated:
+        return []
+    if user.is_superuser:
+        return [Access(p, Role.LEAD) for p in Project.objects.all()]
+    memberships = Membership.objects.filter(user=user).select_related("project")
+    return [Access(m.project, Role(m.role)) for m in memberships.order_by("project__name")]

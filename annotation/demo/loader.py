@@ -1,0 +1,90 @@
+"""Build the demo project from the files next to this module (no network needed)."""
+
+from __future__ import annotations
+
+import secrets
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractUser
+from django.db import transaction
+
+from annotation.models import Project, Role
+from annotation.services import (
+    corpus_import,
+    membership_set,
+    project_create,
+    protocol_publish,
+    queries_import,
+)
+from pooling.baselines import run_baselines
+from pooling.services import pool_build, run_create
+from pooling.trec import RunRow, iter_corpus, iter_queries, rank_run
+
+DEMO_DIR = Path(__file__).resolve().parent
+SLUG = "quillmate-help"
+DEPTH = 10
+SEED = 2019
+USERS = (("lead", Role.LEAD), ("annotator1", Role.ANNOTATOR), ("annotator2", Role.ANNOTATOR))
+
+
+@dataclass(frozen=True)
+class DemoLogin:
+    username: str
+    role: Role
+    password: str
+
+
+@transaction.atomic
+def demo_load(*, password: str | None = None) -> tuple[Project, list[DemoLogin]]:
+    """Create the demo project if it is missing; (re)set the demo users' passwords.
+
+    Passwords are random unless given, and are returned so that they can be printed: they are
+    stored only as hashes.
+    """
+    project = Project.objects.filter(slug=SLUG).first() or _create_project()
+    logins = [_ensure_user(project, name, role, password) for name, role in USERS]
+    return project, logins
+
+
+def _create_project() -> Project:
+    project = project_create(
+        slug=SLUG,
+        name="Quillmate help centre (demo)",
+        description=(
+            "A fictional notes app's help centre: 40 real-looking questions, three baseline "
+            "systems (BM25, TF-IDF, BM25 on titles) pooled at depth 10."
+        ),
+    )
+    corpus_import(project=project, path=DEMO_DIR / "corpus.jsonl")
+    queries_import(project=project, path=DEMO_DIR / "queries.jsonl")
+    protocol_publish(project=project, text=(DEMO_DIR / "protocol.md").read_text("utf-8"))
+    docs = list(iter_corpus(DEMO_DIR / "corpus.jsonl"))
+    queries = list(iter_queries(DEMO_DIR / "queries.jsonl"))
+    runs = [
+        run_create(project=project, name=name, ranked=_by_query(rows), source="built-in baseline")
+        for name, rows in run_baselines(docs, queries, k=100).items()
+    ]
+    pool_build(project=project, runs=runs, depth=DEPTH, seed=SEED)
+    return project
+
+
+def _by_query(rows: list[RunRow]) -> dict[str, list[RunRow]]:
+    grouped: dict[str, list[RunRow]] = defaultdict(list)
+    for row in rows:
+        grouped[row.qid].append(row)
+    return {qid: rank_run(query_rows) for qid, query_rows in grouped.items()}
+
+
+def _ensure_user(project: Project, username: str, role: Role, password: str | None) -> DemoLogin:
+    user_model = get_user_model()
+    user: AbstractUser = user_model.objects.filter(username=username).first() or user_model(
+        username=username
+    )
+    secret = password or secrets.token_urlsafe(9)
+    user.set_password(secret)
+    user.save()
+    membership_set(project=project, user=user, role=role)
+    return DemoLogin(username, role, secret)

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from annotation.cli import input_errors, project_by_slug
+from annotation.services import corpus_import
+
+
+class Command(BaseCommand):
+    help = (
+        "Import documents into a project: BEIR corpus.jsonl ({_id, title, text}) or TSV "
+        "(docid<TAB>title<TAB>text), gzip accepted. All or nothing."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("project")
+        parser.add_argument("file")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        project = project_by_slug(options["project"])
+        with input_errors():
+            report = corpus_import(project=project, path=options["file"])
+        self.stdout.write(f"documents: {report}")

@@ -1,0 +1,26 @@
+"""Test settings: the same as production but fast hashing and eager Celery by default.
+
+`DATABASE_URL` still chooses the database, so the suite runs on SQLite by default and on
+PostgreSQL in CI. Integration tests that need a real worker start one themselves.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "assay-tests-only")
+
+from .base import *  # noqa: E402,F403
+from .base import BASE_DIR, DATABASES, STORAGES  # noqa: E402
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
+ALLOWED_HOSTS = ["*"]
+CELERY_TASK_ALWAYS_EAGER = True
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True
+
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file, not :memory:, so that a Celery worker or a live server in another process sees the
+    # same test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / ".test-db.sqlite3")}

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from annotation.cli import project_by_slug
+from evaluation.services import qrels_export
+
+
+class Command(BaseCommand):
+    help = "Write the project's judgments as TREC qrels (qid 0 docid grade)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("project")
+        parser.add_argument("-o", "--output", help="file to write (default: standard output)")
+        parser.add_argument("--annotator", help="only this user's judgments")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        project = project_by_slug(options["project"])
+        annotator = options["annotator"]
+        if options["output"]:
+            with open(options["output"], "w", encoding="utf-8") as out:
+                report = qrels_export(project=project, out=out, annotator=annotator)
+        else:
+            report = qrels_export(project=project, out=self.stdout, annotator=annotator)
+        note = f"{report.pairs} judged pairs written"
+        if report.conflicting:
+            note += f"; {report.conflicting} pairs had disagreeing judges (first judgment kept)"
+        sys.stderr.write(note + "\n")

@@ -1,0 +1,26 @@
+"""Qrels download for leads."""
+
+from __future__ import annotations
+
+import io
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+
+from annotation.access import Access, project_for_lead
+
+from .services import qrels_export
+
+
+def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
+    return project_for_lead(request, slug)
+
+
+@login_required
+def qrels_download(request: HttpRequest, slug: str) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    buffer = io.StringIO()
+    qrels_export(project=access.project, out=buffer, annotator=request.GET.get("annotator") or None)
+    response = HttpResponse(buffer.getvalue(), content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{access.project.slug}.qrels"'
+    return response

@@ -1,0 +1,186 @@
+"""Run import and pool building for a project."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from itertools import islice
+from pathlib import Path
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from annotation.models import Project
+
+from .models import Pool, PoolItem, Run, RunResult
+from .pooling import PoolEntry, depth_pool
+from .trec import RunRow, read_run
+
+BATCH_SIZE = 5000
+
+
+class PoolingError(ValueError):
+    """A run or pool request that cannot be honoured; the message says what to do."""
+
+
+@transaction.atomic
+def run_import(
+    *,
+    project: Project,
+    path: str | Path,
+    name: str | None = None,
+    user: AbstractBaseUser | None = None,
+) -> Run:
+    """Store a TREC run file as one Run (all or nothing)."""
+    ranked = read_run(path)
+    run_name = name or _single_tag(ranked, path)
+    return run_create(project=project, name=run_name, ranked=ranked, source=Path(path).name, user=user)
+
+
+@transaction.atomic
+def run_create(
+    *,
+    project: Project,
+    name: str,
+    ranked: dict[str, list[RunRow]],
+    source: str = "",
+    user: AbstractBaseUser | None = None,
+) -> Run:
+    """Store one system's ranked results, each query's rows in trec_eval order.
+
+    The stored rank is the position in trec_eval order (score descending, ties by docid
+    descending), not the file's rank column, so that every later measure agrees with trec_eval.
+    """
+    if project.runs.filter(name=name).exists():
+        raise PoolingError(
+            f"{source or name}: project {project.slug!r} already has a run named {name!r}; "
+            "runs are immutable, so give this one another name"
+        )
+    run = Run.objects.create(project=project, name=name, source=source, created_by=user)
+    _store_results(run, ranked)
+    return run
+
+
+def _single_tag(ranked: dict[str, list[RunRow]], path: str | Path) -> str:
+    tags = {row.tag for rows in ranked.values() for row in rows}
+    if len(tags) == 1:
+        return tags.pop()
+    if not tags:
+        raise PoolingError(f"{path}: the run file is empty")
+    listed = ", ".join(sorted(tags)[:5])
+    raise PoolingError(f"{path}: the file holds several run tags ({listed}); give a name")
+
+
+def _store_results(run: Run, ranked: dict[str, list[RunRow]]) -> None:
+    rows = (
+        RunResult(run=run, qid=qid, docid=row.docid, rank=position, score=row.score)
+        for qid, query_rows in ranked.items()
+        for position, row in enumerate(query_rows, start=1)
+    )
+    while batch := list(islice(rows, BATCH_SIZE)):
+        RunResult.objects.bulk_create(batch)
+
+
+@transaction.atomic
+def pool_build(
+    *,
+    project: Project,
+    runs: Sequence[Run],
+    depth: int,
+    seed: int | None = None,
+    skip_missing: bool = False,
+) -> Pool:
+    """Pool the top-`depth` documents of `runs` for every query of the project.
+
+    Queries of the runs that the project does not hold are ignored. A pooled document that is
+    not in the corpus is an error (it could not be shown to a judge) unless `skip_missing`.
+    """
+    if depth < 1:
+        raise PoolingError("the pool depth must be at least 1")
+    if not runs:
+        raise PoolingError(f"project {project.slug!r} has no runs to pool; import runs first")
+    queries = dict(project.queries.values_list("qid", "pk"))
+    entries = depth_pool(_top_rows(runs, depth, queries.keys()), depth, qids=queries.keys())
+    documents = _documents_for(project, entries, skip_missing=skip_missing)
+    entries = [e for e in entries if e.docid in documents]
+    seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
+    pool = Pool.objects.create(project=project, depth=depth, seed=seed)
+    pool.runs.set(runs)
+    items = (
+        PoolItem(
+            pool=pool,
+            query_id=queries[entry.qid],
+            document_id=documents[entry.docid],
+            provenance=dict(entry.runs),
+            best_rank=min(entry.runs.values()),
+            position=position,
+        )
+        for position, entry in enumerate(display_order(entries, seed))
+    )
+    while batch := list(islice(items, BATCH_SIZE)):
+        PoolItem.objects.bulk_create(batch)
+    return pool
+
+
+def _top_rows(
+    runs: Sequence[Run], depth: int, qids: Iterable[str]
+) -> dict[str, dict[str, list[RunRow]]]:
+    wanted = set(qids)
+    by_run: dict[str, dict[str, list[RunRow]]] = {}
+    for run in runs:
+        per_query: dict[str, list[RunRow]] = defaultdict(list)
+        results = run.results.filter(rank__lte=depth).order_by("qid", "rank")
+        for qid, docid, rank, score in results.values_list("qid", "docid", "rank", "score"):
+            if qid in wanted:
+                per_query[qid].append(RunRow(qid, docid, rank, score, run.name))
+        by_run[run.name] = dict(per_query)
+    return by_run
+
+
+def _documents_for(
+    project: Project, entries: Sequence[PoolEntry], *, skip_missing: bool
+) -> dict[str, int]:
+    wanted = {entry.docid for entry in entries}
+    found: dict[str, int] = {}
+    for chunk in _chunks(sorted(wanted), 5000):
+        found.update(project.documents.filter(docid__in=chunk).values_list("docid", "pk"))
+    missing = wanted - found.keys()
+    if missing and not skip_missing:
+        examples = ", ".join(sorted(missing)[:5])
+        raise PoolingError(
+            f"{len(missing)} pooled documents are not in the corpus of {project.slug!r} "
+            f"(e.g. {examples}); import the corpus that holds them, or skip them explicitly"
+        )
+    return found
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def display_order(entries: Sequence[PoolEntry], seed: int) -> list[PoolEntry]:
+    """Queries in a seeded random order, then each query's documents in random order.
+
+    Judges see one query's documents together (reading the query once), but neither the order
+    of queries nor of documents reveals which system retrieved what at which rank.
+    """
+    rng = random.Random(seed)
+    by_query: dict[str, list[PoolEntry]] = defaultdict(list)
+    for entry in entries:
+        by_query[entry.qid].append(entry)
+    qids = sorted(by_query)
+    rng.shuffle(qids)
+    ordered: list[PoolEntry] = []
+    for qid in qids:
+        docs = sorted(by_query[qid], key=lambda e: e.docid)
+        rng.shuffle(docs)
+        ordered.extend(docs)
+    return ordered
+
+
+def pool_entries(pool: Pool) -> list[PoolEntry]:
+    """The pool's items as pure records, for statistics."""
+    rows = pool.items.values_list("query__qid", "document__docid", "provenance")
+    return [PoolEntry(qid, docid, prov) for qid, docid, prov in rows.iterator(chunk_size=5000)]

@@ -1,0 +1,111 @@
+"""Imports through the management commands: bad lines name file and line, and change nothing."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotation.models import Document, Query
+from annotation.services import project_create
+from pooling.models import Pool, Run, RunResult
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project(db: None):  # type: ignore[no-untyped-def]
+    return project_create(slug="docs", name="Docs")
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def corpus_line(docid: str, text: str = "some text") -> str:
+    return json.dumps({"_id": docid, "title": f"T {docid}", "text": text})
+
+
+def snapshot() -> tuple[int, ...]:
+    return tuple(m.objects.count() for m in (Document, Query, Run, RunResult, Pool))
+
+
+def test_it_imports_a_beir_corpus_and_a_tsv_corpus(project, tmp_path: Path) -> None:
+    jsonl = write(tmp_path / "corpus.jsonl", [corpus_line("a"), corpus_line("b", "<b>x</b>")])
+    tsv = write(tmp_path / "more.tsv", ["c\tTitle C\tText C", "a\tignored\tignored"])
+    call_command("import_corpus", "docs", str(jsonl))
+    call_command("import_corpus", "docs", str(tsv))
+    docs = {d.docid: (d.title, d.text) for d in project.documents.all()}
+    assert docs == {
+        "a": ("T a", "some text"),
+        "b": ("T b", "<b>x</b>"),
+        "c": ("Title C", "Text C"),
+    }
+
+
+def test_it_rejects_a_malformed_corpus_line_and_keeps_the_database(project, tmp_path: Path) -> None:
+    call_command("import_corpus", "docs", str(write(tmp_path / "ok.jsonl", [corpus_line("a")])))
+    before = snapshot()
+    lines = [corpus_line(f"n{i}") for i in range(2500)]  # more than one insert batch
+    lines.insert(2400, '{"_id": "broken", "text": ')
+    bad = write(tmp_path / "bad.jsonl", lines)
+    with pytest.raises(CommandError) as error:
+        call_command("import_corpus", "docs", str(bad))
+    assert "bad.jsonl:2401" in str(error.value)
+    assert snapshot() == before
+
+
+def test_it_reads_gzip_queries(project, tmp_path: Path) -> None:
+    path = tmp_path / "queries.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as out:
+        out.write(json.dumps({"_id": "q1", "text": "how do I reset"}) + "\n")
+    call_command("import_queries", "docs", str(path))
+    assert list(project.queries.values_list("qid", "text")) == [("q1", "how do I reset")]
+
+
+def test_it_rejects_a_malformed_run_line_and_keeps_the_database(project, tmp_path: Path) -> None:
+    good = write(tmp_path / "good.run", ["q1 Q0 a 1 2.5 sysA", "q1 Q0 b 2 1.5 sysA"])
+    bad = write(tmp_path / "bad.run", ["q1 Q0 a 1 2.5 sysB", "q1 Q0 b 2 high sysB"])
+    before = snapshot()
+    with pytest.raises(CommandError) as error:
+        call_command("import_runs", "docs", str(good), str(bad))
+    assert "bad.run:2" in str(error.value)
+    assert snapshot() == before  # the good file of the same call was not kept either
+
+
+def test_it_stores_runs_in_trec_eval_order(project, tmp_path: Path) -> None:
+    # The rank column lies and two scores tie: trec_eval orders by score, then docid descending.
+    run = write(tmp_path / "r.run", ["q1 Q0 a 1 1.0 s", "q1 Q0 c 2 3.0 s", "q1 Q0 b 3 1.0 s"])
+    call_command("import_runs", "docs", str(run))
+    stored = Run.objects.get(name="s").results.order_by("rank").values_list("docid", "rank")
+    assert list(stored) == [("c", 1), ("b", 2), ("a", 3)]
+
+
+def test_it_refuses_a_second_run_with_the_same_name(project, tmp_path: Path) -> None:
+    run = write(tmp_path / "r.run", ["q1 Q0 a 1 1.0 s"])
+    call_command("import_runs", "docs", str(run))
+    with pytest.raises(CommandError, match="already has a run named 's'"):
+        call_command("import_runs", "docs", str(run))
+
+
+def test_it_names_the_missing_project(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="create_project nope"):
+        call_command("import_corpus", "nope", str(tmp_path / "x.jsonl"))
+
+
+def test_it_refuses_to_pool_documents_missing_from_the_corpus(project, tmp_path: Path) -> None:
+    call_command("import_corpus", "docs", str(write(tmp_path / "c.jsonl", [corpus_line("a")])))
+    call_command("import_queries", "docs", str(write(tmp_path / "q.tsv", ["q1\tquestion"])))
+    run = write(tmp_path / "r.run", ["q1 Q0 a 1 2.0 s", "q1 Q0 zz 2 1.0 s", "q9 Q0 a 1 1 s"])
+    call_command("import_runs", "docs", str(run))
+    with pytest.raises(CommandError, match=r"1 pooled documents are not in the corpus .*zz"):
+        call_command("build_pool", "docs", "--depth", "10")
+    assert not Pool.objects.exists()
+    call_command("build_pool", "docs", "--depth", "10", "--skip-missing")
+    pool = Pool.objects.get()
+    assert list(pool.items.values_list("document__docid", "provenance")) == [("a", {"s": 1})]
