@@ -117,10 +117,11 @@ def bm25_run(
     """Rank ``docs`` (docid, text) for each of ``queries`` (qid, text) with BM25.
 
     Scoring is bm25s with ``method="lucene"``, k1 = 1.2, b = 0.75 over :func:`tokenize`
-    terms, i.e. the sum of :func:`bm25_term_score` over the *distinct* query terms (a term
-    repeated in the query counts once); avgdl is the mean token count of ``docs``. bm25s
-    stores scores as float32, and the rows carry those values. Queries whose terms are all
-    absent from the corpus get no rows.
+    terms. A row's score is the sum of :func:`bm25_term_score` over the *distinct* query
+    terms (a term repeated in the query counts once), with N = ``len(docs)`` and avgdl the
+    mean token count of ``docs``. bm25s leaves out the constant factor (k1 + 1) and stores
+    float32; scores are multiplied back by (k1 + 1), so they match the formula to ~1e-6
+    relative. Queries whose terms are all absent from the corpus get no rows.
 
     A titles-only BM25 is this function called with the titles as the text
     (:func:`run_baselines` does it under the name "bm25-title").
@@ -136,7 +137,10 @@ def bm25_run(
     for qid, text in queries:
         term_ids = model.get_tokens_ids(sorted(set(tokenize(text))))
         if term_ids:
-            scores = np.asarray(model.get_scores_from_ids(term_ids), dtype=np.float64)
+            raw = np.asarray(model.get_scores_from_ids(term_ids), dtype=np.float64)
+            # bm25s "lucene" drops the constant (k1 + 1) factor, as Lucene 8+ does; putting
+            # it back makes scores equal the textbook formula without changing any ranking.
+            scores = raw * (BM25_K1 + 1)
             rows.extend(_top_rows(qid, docids, scores, k, tag))
     return rows
 

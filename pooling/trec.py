@@ -351,9 +351,8 @@ def iter_qrels(path: str | Path) -> Iterator[QrelRow]:
     if first is None:
         return
     n_cols = _qrels_columns(path, *first)
-    if n_cols == 3 and not _INT_RE.fullmatch(first[1].split()[2]):
-        pass  # BEIR header line
-    else:
+    is_beir_header = n_cols == 3 and not _INT_RE.fullmatch(first[1].split()[2])
+    if not is_beir_header:
         lines = chain([first], lines)
     seen: dict[tuple[str, str], int] = {}
     for number, line in lines:

@@ -14,6 +14,9 @@
     const seconds = p.querySelector('input[name="seconds"]');
     if (seconds) seconds.value = ((performance.now() - shownAt) / 1000).toFixed(3);
     button.classList.add("pressed");
+    // A fast judge can press the next key before htmx has wired up freshly swapped-in content;
+    // processing is idempotent, and without it the click would be a full-page form post.
+    if (window.htmx) window.htmx.process(button.form);
     button.click();
   }
 

@@ -104,7 +104,7 @@ def test_it_reports_invalid_utf8_with_its_line(tmp_path: Path, compressed: bool)
 
 
 def test_it_reports_corrupt_gzip_as_a_format_error(tmp_path: Path) -> None:
-    data = gzip.compress(b"q1 Q0 d1 1 2.0 t\n" * 1000)
+    data = gzip.compress("".join(f"q1 Q0 d{i} {i} 1.0 t\n" for i in range(5000)).encode())
     path = write(tmp_path, "cut.run.gz", data[: len(data) // 2])
     with pytest.raises(FormatError, match="corrupt gzip data"):
         list(iter_run(path))
