@@ -27,7 +27,5 @@ def input_errors(*expected: type[Exception]) -> Iterator[None]:
     """Turn a bad input file into a one-line CommandError (exit 1), not a traceback."""
     try:
         yield
-    except (FormatError, FileNotFoundError, IsADirectoryError, *expected) as error:
+    except (FormatError, OSError, *expected) as error:  # type: ignore[misc]
         raise CommandError(f"{error}. Nothing was imported.") from error
-
-

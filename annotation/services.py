@@ -6,9 +6,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import TypeVar
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import models, transaction
 
 from pooling.trec import CorpusDoc, QueryRow, iter_corpus, iter_queries
@@ -16,8 +15,6 @@ from pooling.trec import CorpusDoc, QueryRow, iter_corpus, iter_queries
 from .models import Document, Membership, Project, ProtocolVersion, Query, Role
 
 BATCH_SIZE = 2000
-T = TypeVar("T")
-M = TypeVar("M", bound=models.Model)
 
 
 @dataclass(frozen=True)
@@ -37,7 +34,7 @@ def project_create(*, slug: str, name: str, description: str = "") -> Project:
 
 
 @transaction.atomic
-def membership_set(*, project: Project, user: AbstractBaseUser, role: Role) -> Membership:
+def membership_set(*, project: Project, user: User, role: Role) -> Membership:
     membership, _ = Membership.objects.update_or_create(
         project=project, user=user, defaults={"role": role}
     )
@@ -79,7 +76,7 @@ def queries_import(*, project: Project, path: str | Path) -> ImportReport:
     return _bulk_import(iter_queries(path), lambda q: q.qid, existing, build, Query)
 
 
-def _bulk_import(
+def _bulk_import[T, M: models.Model](
     rows: Iterable[T],
     key: Callable[[T], str],
     existing: set[str],

@@ -18,9 +18,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("p/<slug:slug>/", annotation_views.project_detail, name="project_detail"),
     path("p/<slug:slug>/judge/", judging_views.judge, name="judge"),
-    path(
-        "p/<slug:slug>/judge/<int:item_id>/", judging_views.judge_submit, name="judge_submit"
-    ),
+    path("p/<slug:slug>/judge/<int:item_id>/", judging_views.judge_submit, name="judge_submit"),
     path("p/<slug:slug>/pool/", pooling_views.pool_detail, name="pool_detail"),
     path("p/<slug:slug>/pool/new/", pooling_views.pool_create, name="pool_create"),
     path("p/<slug:slug>/qrels/", evaluation_views.qrels_download, name="qrels_download"),

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Protocol
 
 from annotation.models import Project
 from judging.models import Judgment
 from pooling.trec import format_qrels_line
+
+
+class Writer(Protocol):
+    def write(self, text: str, /) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -16,7 +20,7 @@ class ExportReport:
     conflicting: int
 
 
-def qrels_export(*, project: Project, out: TextIO, annotator: str | None = None) -> ExportReport:
+def qrels_export(*, project: Project, out: Writer, annotator: str | None = None) -> ExportReport:
     """Write the project's judgments as TREC qrels (`qid 0 docid grade`), sorted by qid, docid.
 
     Until adjudication exists, a pair judged by several people takes its first judgment's grade

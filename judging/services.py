@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from annotation.models import Project
@@ -30,7 +30,7 @@ def current_pool(project: Project) -> Pool | None:
     return project.pools.order_by("-created_at", "-pk").first()
 
 
-def item_next(*, pool: Pool, user: AbstractBaseUser) -> PoolItem | None:
+def item_next(*, pool: Pool, user: User) -> PoolItem | None:
     """The first item, in the pool's display order, that this user has not judged yet."""
     return (
         pool.items.exclude(judgments__user=user)
@@ -40,7 +40,7 @@ def item_next(*, pool: Pool, user: AbstractBaseUser) -> PoolItem | None:
     )
 
 
-def progress_of(*, pool: Pool, user: AbstractBaseUser) -> Progress:
+def progress_of(*, pool: Pool, user: User) -> Progress:
     total = pool.items.count()
     done = Judgment.objects.filter(pool_item__pool=pool, user=user).count()
     return Progress(done=done, total=total)
@@ -48,7 +48,7 @@ def progress_of(*, pool: Pool, user: AbstractBaseUser) -> Progress:
 
 @transaction.atomic
 def judgment_submit(
-    *, item: PoolItem, user: AbstractBaseUser, grade: int, seconds_spent: float
+    *, item: PoolItem, user: User, grade: int, seconds_spent: float
 ) -> tuple[Judgment, bool]:
     """Record a grade; the same submission sent twice stores one judgment.
 
@@ -85,9 +85,7 @@ def judging_summary(*, pool: Pool) -> list[JudgeSummary]:
     )
     for username, seconds in rows.iterator(chunk_size=5000):
         per_user.setdefault(username, []).append(seconds)
-    return [
-        JudgeSummary(name, len(secs), _median(secs)) for name, secs in sorted(per_user.items())
-    ]
+    return [JudgeSummary(name, len(secs), _median(secs)) for name, secs in sorted(per_user.items())]
 
 
 def _median(values: list[float]) -> float | None:

@@ -45,6 +45,9 @@ class RunResult(models.Model):
         ]
         indexes = [models.Index(fields=["run", "qid", "rank"], name="run_query_rank")]
 
+    def __str__(self) -> str:
+        return f"{self.qid} Q0 {self.docid} {self.rank} {self.score}"
+
 
 class Pool(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="pools")

@@ -100,7 +100,7 @@ class RunContribution:
     is one the pool would miss most if it were left out.
     """
 
-    run: str
+    name: str
     contributed: int
     unique: int
 
@@ -110,6 +110,8 @@ class PoolStats:
     """Summary of a pool.
 
     Per-query figures are over the queries that have at least one pooled document.
+    ``runs`` holds one :class:`RunContribution` per run, in the order given to
+    :func:`pool_stats`; :meth:`contribution` looks one up by name.
     ``overlap[(a, b)]`` is the Jaccard index (size of the intersection over size of the
     union) of the (qid, docid) pairs runs ``a`` and ``b`` contributed, for every pair of
     names in the order given to :func:`pool_stats` (0.0 when neither contributed anything).
@@ -120,8 +122,15 @@ class PoolStats:
     per_query_min: int
     per_query_mean: float
     per_query_max: int
-    runs: Mapping[str, RunContribution]
+    runs: tuple[RunContribution, ...]
     overlap: Mapping[tuple[str, str], float]
+
+    def contribution(self, name: str) -> RunContribution:
+        """The contribution of run ``name`` (KeyError when it was not pooled)."""
+        for run in self.runs:
+            if run.name == name:
+                return run
+        raise KeyError(name)
 
 
 def pool_stats(entries: Iterable[PoolEntry], run_names: Sequence[str]) -> PoolStats:
@@ -143,7 +152,7 @@ def pool_stats(entries: Iterable[PoolEntry], run_names: Sequence[str]) -> PoolSt
         per_query_min=min(counts, default=0),
         per_query_mean=sum(counts) / len(counts) if counts else 0.0,
         per_query_max=max(counts, default=0),
-        runs={name: RunContribution(name, len(found[name]), unique[name]) for name in run_names},
+        runs=tuple(RunContribution(name, len(found[name]), unique[name]) for name in run_names),
         overlap={(a, b): _jaccard(found[a], found[b]) for a, b in combinations(run_names, 2)},
     )
 

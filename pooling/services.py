@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from itertools import islice
 from pathlib import Path
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from annotation.models import Project
@@ -30,12 +30,14 @@ def run_import(
     project: Project,
     path: str | Path,
     name: str | None = None,
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
 ) -> Run:
     """Store a TREC run file as one Run (all or nothing)."""
     ranked = read_run(path)
     run_name = name or _single_tag(ranked, path)
-    return run_create(project=project, name=run_name, ranked=ranked, source=Path(path).name, user=user)
+    return run_create(
+        project=project, name=run_name, ranked=ranked, source=Path(path).name, user=user
+    )
 
 
 @transaction.atomic
@@ -45,7 +47,7 @@ def run_create(
     name: str,
     ranked: dict[str, list[RunRow]],
     source: str = "",
-    user: AbstractBaseUser | None = None,
+    user: User | None = None,
 ) -> Run:
     """Store one system's ranked results, each query's rows in trec_eval order.
 

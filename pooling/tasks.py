@@ -19,9 +19,7 @@ def pool_build_task(project_id: int, run_ids: list[int], depth: int, seed: int) 
     """Build a pool; idempotent: a pool with the same project, depth, seed and runs is reused."""
     project = Project.objects.get(pk=project_id)
     runs = list(Run.objects.filter(project=project, pk__in=run_ids).order_by("name"))
-    existing = (
-        project.pools.filter(depth=depth, seed=seed).order_by("pk").prefetch_related("runs")
-    )
+    existing = project.pools.filter(depth=depth, seed=seed).order_by("pk").prefetch_related("runs")
     for pool in existing:
         if {r.pk for r in pool.runs.all()} == {r.pk for r in runs}:
             return pool.pk

@@ -59,7 +59,9 @@ def small_project(slug: str = "acme") -> Project:
 @pytest.fixture
 def world(db: None) -> World:
     project = small_project()
-    world = World(project, make_user("lena"), make_user("alice"), make_user("bob"), make_user("olaf"))
+    world = World(
+        project, make_user("lena"), make_user("alice"), make_user("bob"), make_user("olaf")
+    )
     membership_set(project=project, user=world.lead, role=Role.LEAD)
     membership_set(project=project, user=world.alice, role=Role.ANNOTATOR)
     membership_set(project=project, user=world.bob, role=Role.ANNOTATOR)

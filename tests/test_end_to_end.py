@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import re
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -18,7 +20,7 @@ PASSWORD = "demo-password-for-tests"
 
 @pytest.fixture
 def demo(db: None) -> None:
-    call_command("load_demo", "--password", PASSWORD, stdout=open("/dev/null", "w"))
+    call_command("load_demo", "--password", PASSWORD, stdout=io.StringIO())
 
 
 def log_in(username: str) -> Client:
@@ -32,7 +34,11 @@ def log_in(username: str) -> Client:
 
 def shown_item(html: str) -> PoolItem | None:
     match = re.search(r'data-item="(\d+)"', html)
-    return PoolItem.objects.select_related("query", "document").get(pk=int(match.group(1))) if match else None
+    return (
+        PoolItem.objects.select_related("query", "document").get(pk=int(match.group(1)))
+        if match
+        else None
+    )
 
 
 def test_it_builds_the_demo_project(demo: None) -> None:
@@ -52,7 +58,7 @@ def test_it_builds_the_demo_project(demo: None) -> None:
 def test_it_loads_the_demo_twice_without_duplicating(demo: None) -> None:
     from annotation.models import Project
 
-    call_command("load_demo", "--password", PASSWORD, stdout=open("/dev/null", "w"))
+    call_command("load_demo", "--password", PASSWORD, stdout=io.StringIO())
     assert Project.objects.filter(slug=SLUG).count() == 1
     assert Project.objects.get(slug=SLUG).pools.count() == 1
 
@@ -68,8 +74,8 @@ def test_it_exports_exactly_the_grades_an_annotator_gave_one_query(demo: None) -
         grade = len(given) % 4
         given[item.document.docid] = grade
         url = reverse("judge_submit", args=[SLUG, item.pk])
-        page = annotator.post(url, {"grade": grade, "seconds": 3}, HTTP_HX_REQUEST="true")
-        item = shown_item(page.content.decode())
+        response = annotator.post(url, {"grade": grade, "seconds": 3}, HTTP_HX_REQUEST="true")
+        item = shown_item(response.content.decode())
     assert len(given) == PoolItem.objects.filter(query=query).count()
 
     lead = log_in("lead")
@@ -80,7 +86,7 @@ def test_it_exports_exactly_the_grades_an_annotator_gave_one_query(demo: None) -
     assert lines == expected
 
 
-def test_it_exports_qrels_from_the_command_line(demo: None, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_it_exports_qrels_from_the_command_line(demo: None, tmp_path: Path) -> None:
     annotator = log_in("annotator2")
     item = shown_item(annotator.get(reverse("judge", args=[SLUG])).content.decode())
     assert item is not None

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def project(db: None):  # type: ignore[no-untyped-def]
+def project(db: None):
     return project_create(slug="docs", name="Docs")
 
 

@@ -13,7 +13,6 @@ from pooling.models import PoolItem
 from tests.conftest import World
 
 pytestmark = pytest.mark.django_db
-HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
 def shown_item(html: str) -> PoolItem | None:
@@ -21,10 +20,11 @@ def shown_item(html: str) -> PoolItem | None:
     return PoolItem.objects.get(pk=int(match.group(1))) if match else None
 
 
-def grade(client: Client, world: World, item: PoolItem, value: int, **extra: str) -> str:
+def grade(client: Client, world: World, item: PoolItem, value: int, htmx: bool = False) -> str:
     url = reverse("judge_submit", args=[world.project.slug, item.pk])
-    response = client.post(url, {"grade": str(value), "seconds": "4.5"}, **extra)
-    assert response.status_code == (200 if extra else 302), response.content
+    headers = {"HX-Request": "true"} if htmx else {}
+    response = client.post(url, {"grade": str(value), "seconds": "4.5"}, headers=headers)
+    assert response.status_code == (200 if htmx else 302), response.content
     return response.content.decode()
 
 
@@ -35,7 +35,7 @@ def test_it_shows_one_item_then_the_next_after_a_grade(world: World) -> None:
     assert first is not None
     assert first.query.text in page and first.document.text in page
     assert "0 / 8 judged" in page
-    partial = grade(client, world, first, 2, **HTMX)
+    partial = grade(client, world, first, 2, htmx=True)
     assert "<html" not in partial  # htmx gets the panel only
     assert "1 / 8 judged" in partial
     second = shown_item(partial)
@@ -58,8 +58,8 @@ def test_it_stores_one_judgment_when_the_same_grade_is_sent_twice(world: World) 
     client = world.client_for(world.alice)
     item = world.project.pools.get().items.first()
     assert item is not None
-    grade(client, world, item, 3, **HTMX)
-    grade(client, world, item, 1, **HTMX)  # a late second key press must not change the first
+    grade(client, world, item, 3, htmx=True)
+    grade(client, world, item, 1, htmx=True)  # a late second key press must not change the first
     assert list(Judgment.objects.values_list("grade", flat=True)) == [3]
 
 
@@ -92,7 +92,10 @@ def test_it_escapes_document_text(world: World) -> None:
     page = world.client_for(world.alice).get(reverse("judge", args=[world.project.slug]))
     html = page.content.decode()
     assert "<script>alert" not in html and "<img src=x" not in html and "<b>bold" not in html
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt; &amp; more" in html
+    assert (
+        "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt; &amp; more"
+        in html
+    )
 
 
 def test_it_says_when_everything_is_judged(world: World) -> None:
@@ -108,4 +111,6 @@ def test_it_orders_items_query_by_query(world: World) -> None:
     items = list(world.project.pools.get().items.order_by("position"))
     qids = [item.query_id for item in items]
     # each query's items are contiguous in the display order
-    assert len({q for q in qids}) == len([q for i, q in enumerate(qids) if i == 0 or qids[i - 1] != q])
+    assert len({q for q in qids}) == len(
+        [q for i, q in enumerate(qids) if i == 0 or qids[i - 1] != q]
+    )

@@ -7,8 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from annotation.models import Project, Role
@@ -79,10 +78,7 @@ def _by_query(rows: list[RunRow]) -> dict[str, list[RunRow]]:
 
 
 def _ensure_user(project: Project, username: str, role: Role, password: str | None) -> DemoLogin:
-    user_model = get_user_model()
-    user: AbstractUser = user_model.objects.filter(username=username).first() or user_model(
-        username=username
-    )
+    user = User.objects.filter(username=username).first() or User(username=username)
     secret = password or secrets.token_urlsafe(9)
     user.set_password(secret)
     user.save()

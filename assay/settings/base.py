@@ -21,7 +21,7 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
     # Development only: a fixed key is harmless on 127.0.0.1 and keeps sessions across restarts.
-    SECRET_KEY = "assay-development-only-not-secret"  # noqa: S105
+    SECRET_KEY = "assay-development-only-not-secret"
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])

@@ -68,7 +68,8 @@ _BACKENDS = {
 
 
 def parse_database_url(url: str, *, base_dir: Path) -> dict[str, Any]:
-    """Turn ``postgres://user:pass@host:port/name?opt=v`` or ``sqlite:///path`` into DATABASES['default'].
+    """Turn ``postgres://user:pass@host:port/name?opt=v`` or ``sqlite:///path`` into a
+    DATABASES entry.
 
     A relative SQLite path is taken from the project directory; ``sqlite:///:memory:`` is allowed.
     """
@@ -104,5 +105,7 @@ def _sqlite_path(path: str, base_dir: Path) -> str:
     if path.startswith("//"):
         return path[1:]
     if not path.strip("/"):
-        raise ImproperlyConfigured("DATABASE_URL sqlite:/// needs a file name, e.g. sqlite:///db.sqlite3")
+        raise ImproperlyConfigured(
+            "DATABASE_URL sqlite:/// needs a file name, e.g. sqlite:///db.sqlite3"
+        )
     return str(base_dir / path.lstrip("/"))

@@ -10,8 +10,8 @@ import os
 
 os.environ.setdefault("SECRET_KEY", "assay-tests-only")
 
-from .base import *  # noqa: E402,F403
-from .base import BASE_DIR, DATABASES, STORAGES  # noqa: E402
+from .base import *  # noqa: F403
+from .base import BASE_DIR, DATABASES, STORAGES
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}

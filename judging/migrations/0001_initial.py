@@ -6,30 +6,80 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('annotation', '0001_initial'),
-        ('pooling', '0001_initial'),
+        ("annotation", "0001_initial"),
+        ("pooling", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Judgment',
+            name="Judgment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('grade', models.PositiveSmallIntegerField(choices=[(0, '0 · Irrelevant'), (1, '1 · Related'), (2, '2 · Highly relevant'), (3, '3 · Perfectly relevant')])),
-                ('seconds_spent', models.FloatField(help_text='time from showing the item to the grade')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('pool_item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='judgments', to='pooling.poolitem')),
-                ('protocol', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='judgments', to='annotation.protocolversion')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='judgments', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "grade",
+                    models.PositiveSmallIntegerField(
+                        choices=[
+                            (0, "0 · Irrelevant"),
+                            (1, "1 · Related"),
+                            (2, "2 · Highly relevant"),
+                            (3, "3 · Perfectly relevant"),
+                        ]
+                    ),
+                ),
+                (
+                    "seconds_spent",
+                    models.FloatField(help_text="time from showing the item to the grade"),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "pool_item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="judgments",
+                        to="pooling.poolitem",
+                    ),
+                ),
+                (
+                    "protocol",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="judgments",
+                        to="annotation.protocolversion",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="judgments",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'pk'],
-                'constraints': [models.UniqueConstraint(fields=('pool_item', 'user'), name='one_judgment_per_judge'), models.CheckConstraint(condition=models.Q(('grade__lte', 3)), name='grade_0_to_3'), models.CheckConstraint(condition=models.Q(('seconds_spent__gte', 0)), name='seconds_not_negative')],
+                "ordering": ["created_at", "pk"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("pool_item", "user"), name="one_judgment_per_judge"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("grade__lte", 3)), name="grade_0_to_3"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("seconds_spent__gte", 0)), name="seconds_not_negative"
+                    ),
+                ],
             },
         ),
     ]

@@ -6,80 +6,169 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('annotation', '0001_initial'),
+        ("annotation", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('source', models.CharField(blank=True, help_text='file name it came from', max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='annotation.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "source",
+                    models.CharField(
+                        blank=True, help_text="file name it came from", max_length=500
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="annotation.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Pool',
+            name="Pool",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('depth', models.PositiveIntegerField()),
-                ('seed', models.BigIntegerField(help_text='seed of the display order shown to annotators')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pools', to='annotation.project')),
-                ('runs', models.ManyToManyField(related_name='pools', to='pooling.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("depth", models.PositiveIntegerField()),
+                (
+                    "seed",
+                    models.BigIntegerField(
+                        help_text="seed of the display order shown to annotators"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="pools",
+                        to="annotation.project",
+                    ),
+                ),
+                ("runs", models.ManyToManyField(related_name="pools", to="pooling.run")),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='RunResult',
+            name="RunResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('qid', models.CharField(max_length=200)),
-                ('docid', models.CharField(max_length=200)),
-                ('rank', models.PositiveIntegerField(help_text='1-based position in trec_eval order')),
-                ('score', models.FloatField()),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='results', to='pooling.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("qid", models.CharField(max_length=200)),
+                ("docid", models.CharField(max_length=200)),
+                (
+                    "rank",
+                    models.PositiveIntegerField(help_text="1-based position in trec_eval order"),
+                ),
+                ("score", models.FloatField()),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="results",
+                        to="pooling.run",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='PoolItem',
+            name="PoolItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('provenance', models.JSONField(help_text='run name -> 1-based rank in that run')),
-                ('best_rank', models.PositiveIntegerField()),
-                ('position', models.PositiveIntegerField()),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pool_items', to='annotation.document')),
-                ('pool', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='pooling.pool')),
-                ('query', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pool_items', to='annotation.query')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("provenance", models.JSONField(help_text="run name -> 1-based rank in that run")),
+                ("best_rank", models.PositiveIntegerField()),
+                ("position", models.PositiveIntegerField()),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="pool_items",
+                        to="annotation.document",
+                    ),
+                ),
+                (
+                    "pool",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="items",
+                        to="pooling.pool",
+                    ),
+                ),
+                (
+                    "query",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="pool_items",
+                        to="annotation.query",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['position'],
-                'constraints': [models.UniqueConstraint(fields=('pool', 'query', 'document'), name='pool_pair_once'), models.UniqueConstraint(fields=('pool', 'position'), name='pool_position_once')],
+                "ordering": ["position"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("pool", "query", "document"), name="pool_pair_once"
+                    ),
+                    models.UniqueConstraint(fields=("pool", "position"), name="pool_position_once"),
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.UniqueConstraint(fields=('project', 'name'), name='run_name_once_per_project'),
+            model_name="run",
+            constraint=models.UniqueConstraint(
+                fields=("project", "name"), name="run_name_once_per_project"
+            ),
         ),
         migrations.AddIndex(
-            model_name='runresult',
-            index=models.Index(fields=['run', 'qid', 'rank'], name='run_query_rank'),
+            model_name="runresult",
+            index=models.Index(fields=["run", "qid", "rank"], name="run_query_rank"),
         ),
         migrations.AddConstraint(
-            model_name='runresult',
-            constraint=models.UniqueConstraint(fields=('run', 'qid', 'docid'), name='run_doc_once'),
+            model_name="runresult",
+            constraint=models.UniqueConstraint(fields=("run", "qid", "docid"), name="run_doc_once"),
         ),
     ]

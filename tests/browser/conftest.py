@@ -38,7 +38,7 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def page(browser):  # type: ignore[no-untyped-def]
+def page(browser):
     context = browser.new_context()
     page = context.new_page()
     page.set_default_timeout(10_000)

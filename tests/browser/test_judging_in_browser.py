@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from annotation.models import Role
@@ -13,7 +12,7 @@ from tests.conftest import PASSWORD, make_user, small_project
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_it_judges_three_items_with_the_keyboard_and_moves_the_progress(live_server, page) -> None:  # type: ignore[no-untyped-def]
+def test_it_judges_three_items_with_the_keyboard_and_moves_the_progress(live_server, page) -> None:
     project = small_project()
     annotator = make_user("alice")
     membership_set(project=project, user=annotator, role=Role.ANNOTATOR)

@@ -88,12 +88,15 @@ def test_it_summarises_a_pool() -> None:
     assert (stats.n_queries, stats.total) == (3, 7)
     assert (stats.per_query_min, stats.per_query_max) == (1, 4)
     assert stats.per_query_mean == pytest.approx(7 / 3)
-    assert stats.runs == {
-        "A": RunContribution("A", contributed=4, unique=3),  # d2, d5, d6 (d1 shared with B)
-        "B": RunContribution("B", contributed=2, unique=1),  # d3
-        "C": RunContribution("C", contributed=2, unique=2),  # d7, d8
-        "D": RunContribution("D", contributed=0, unique=0),  # pooled but found nothing
-    }
+    assert stats.runs == (
+        RunContribution("A", contributed=4, unique=3),  # d2, d5, d6 (d1 shared with B)
+        RunContribution("B", contributed=2, unique=1),  # d3
+        RunContribution("C", contributed=2, unique=2),  # d7, d8
+        RunContribution("D", contributed=0, unique=0),  # pooled but found nothing
+    )
+    assert stats.contribution("C").unique == 2
+    with pytest.raises(KeyError):
+        stats.contribution("E")
     # A = {q1/d1, q1/d2, q2/d5, q2/d6}, B = {q1/d3, q1/d1}: 1 shared out of 5.
     assert stats.overlap[("A", "B")] == pytest.approx(0.2)
     assert stats.overlap[("A", "C")] == 0.0
@@ -105,7 +108,7 @@ def test_it_summarises_an_empty_pool() -> None:
     stats = pool_stats([], ["A"])
     assert (stats.n_queries, stats.total, stats.per_query_min, stats.per_query_max) == (0, 0, 0, 0)
     assert stats.per_query_mean == 0.0
-    assert stats.runs == {"A": RunContribution("A", 0, 0)}
+    assert stats.runs == (RunContribution("A", 0, 0),)
 
 
 def test_it_estimates_the_judging_budget() -> None:
@@ -148,4 +151,4 @@ def test_it_pools_three_real_dl19_runs_at_depth_10() -> None:
     for name in names:
         # Some runs return fewer than 10 passages for a query (ms_duet_passage: 5 for one).
         expected = sum(min(10, len(rows)) for rows in runs[name].values())
-        assert stats.runs[name].contributed == expected
+        assert stats.contribution(name).contributed == expected

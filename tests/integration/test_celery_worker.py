@@ -43,7 +43,8 @@ def database_url_of_test_db() -> str:
         return f"sqlite:///{Path(name).resolve()}"
     user, password = settings["USER"] or "", settings["PASSWORD"] or ""
     auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    return f"postgres://{auth}{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
+    host, port = settings["HOST"] or "127.0.0.1", settings["PORT"] or 5432
+    return f"postgres://{auth}{host}:{port}/{settings['NAME']}"
 
 
 @pytest.fixture
@@ -56,10 +57,22 @@ def worker() -> Iterator[None]:
     app.conf.update(broker_url=REDIS_URL, task_always_eager=False)
     app.connection_for_write().default_channel.client.flushdb()  # no stale tasks of earlier runs
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "assay", "worker", "--pool=solo",
-         "--concurrency=1", "--loglevel=WARNING", "--without-heartbeat", "--without-gossip",
-         "--without-mingle"],
-        cwd=REPO, env=env,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "assay",
+            "worker",
+            "--pool=solo",
+            "--concurrency=1",
+            "--loglevel=WARNING",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=REPO,
+        env=env,
     )
     try:
         yield
@@ -69,7 +82,7 @@ def worker() -> Iterator[None]:
         app.conf.update(task_always_eager=True)
 
 
-def wait_for(condition, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+def wait_for(condition, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():

@@ -25,8 +25,8 @@ class Command(BaseCommand):
             user = user_model.objects.get(username=options["username"])
         except user_model.DoesNotExist:
             raise CommandError(
-                f"no user {options['username']!r}; create it with `python manage.py createsuperuser` "
-                "or in the admin"
+                f"no user {options['username']!r}; create it in the admin or with "
+                "`python manage.py createsuperuser`"
             ) from None
         membership_set(project=project, user=user, role=Role(options["role"]))
         self.stdout.write(f"{user.get_username()} is now {options['role']} in {project.slug!r}")

@@ -23,12 +23,16 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         project, logins = demo_load(password=options["password"])
-        items = project.pools.first().items.count() if project.pools.exists() else 0
+        pool = project.pools.first()
+        items = pool.items.count() if pool else 0
         self.stdout.write(
             f"\nDemo project {project.name!r}: {project.documents.count()} documents, "
-            f"{project.queries.count()} queries, {project.runs.count()} runs, {items} items to judge."
+            f"{project.queries.count()} queries, {project.runs.count()} runs, "
+            f"{items} items to judge."
         )
         self.stdout.write("Log in at http://127.0.0.1:8000/ as:")
         for login in logins:
-            self.stdout.write(f"  {login.username:<12} {login.role.label:<10} password: {login.password}")
+            self.stdout.write(
+                f"  {login.username:<12} {login.role.label:<10} password: {login.password}"
+            )
         self.stdout.write("")

@@ -30,7 +30,9 @@ class Command(BaseCommand):
             by_name = {run.name: run for run in runs}
             unknown = sorted(set(options["run"]) - by_name.keys())
             if unknown:
-                raise CommandError(f"no run named {', '.join(unknown)}; known: {', '.join(by_name)}")
+                raise CommandError(
+                    f"no run named {', '.join(unknown)}; known: {', '.join(by_name)}"
+                )
             runs = [by_name[name] for name in options["run"]]
         with input_errors(PoolingError):
             pool = pool_build(
