@@ -8,6 +8,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 
 from annotation import views as annotation_views
+from assay.health import healthz
 from evaluation import views as evaluation_views
 from judging import views as judging_views
 from pooling import views as pooling_views
@@ -24,4 +25,5 @@ urlpatterns = [
     path("p/<slug:slug>/qrels/", evaluation_views.qrels_download, name="qrels_download"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("admin/", admin.site.urls),
+    path("healthz", healthz, name="healthz"),
 ]

@@ -49,7 +49,7 @@ import sys
 import urllib.error
 import urllib.request
 
-url = f"http://127.0.0.1:{sys.argv[1]}/accounts/login/"
+url = f"http://127.0.0.1:{sys.argv[1]}/healthz"
 try:
     urllib.request.urlopen(url, timeout=4)
 except urllib.error.HTTPError as error:

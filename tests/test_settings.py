@@ -122,3 +122,10 @@ def test_it_reads_production_settings_from_the_environment() -> None:
 def test_it_rejects_a_malformed_debug_flag() -> None:
     result = load_settings(DEBUG="sometimes")
     assert result.returncode != 0 and "DEBUG='sometimes' is not a boolean" in result.stderr
+
+
+def test_it_answers_the_health_probe(db: None) -> None:
+    from django.test import Client
+
+    response = Client().get("/healthz")
+    assert response.status_code == 200 and response.content == b"ok\n"

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from .models import Pool, Run
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "source", "created_at"]
+    list_filter = ["project"]
+
+
+@admin.register(Pool)
+class PoolAdmin(admin.ModelAdmin):
+    list_display = ["pk", "project", "depth", "seed", "created_at"]
+    list_filter = ["project"]
