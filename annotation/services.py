@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 
 from django.contrib.auth.models import User
-from django.db import models, transaction
+from django.db import transaction
 
-from pooling.trec import CorpusDoc, QueryRow, iter_corpus, iter_queries
+from assay.db import bulk_insert
+from pooling.trec import iter_corpus, iter_queries
 
 from .models import Document, Membership, Project, ProtocolVersion, Query, Role
-
-BATCH_SIZE = 2000
 
 
 @dataclass(frozen=True)
@@ -58,43 +56,34 @@ def corpus_import(*, project: Project, path: str | Path) -> ImportReport:
     Documents already in the project keep their text, so judgments made on them stay valid.
     """
 
-    def build(doc: CorpusDoc) -> Document:
-        return Document(project=project, docid=doc.docid, title=doc.title, text=doc.text)
-
     existing = set(project.documents.values_list("docid", flat=True))
-    return _bulk_import(iter_corpus(path), lambda d: d.docid, existing, build, Document)
+    fresh = _skip_existing(iter_corpus(path), lambda d: d.docid, existing)
+    rows = ((project.pk, doc.docid, doc.title, doc.text) for doc in fresh)
+    created = bulk_insert(Document, ["project_id", "docid", "title", "text"], rows)
+    return ImportReport(created=created, unchanged=fresh.skipped)
 
 
 @transaction.atomic
 def queries_import(*, project: Project, path: str | Path) -> ImportReport:
     """Stream queries.jsonl or a `qid<TAB>text` file into the project (all or nothing)."""
 
-    def build(row: QueryRow) -> Query:
-        return Query(project=project, qid=row.qid, text=row.text)
-
     existing = set(project.queries.values_list("qid", flat=True))
-    return _bulk_import(iter_queries(path), lambda q: q.qid, existing, build, Query)
+    fresh = _skip_existing(iter_queries(path), lambda q: q.qid, existing)
+    rows = ((project.pk, query.qid, query.text) for query in fresh)
+    created = bulk_insert(Query, ["project_id", "qid", "text"], rows)
+    return ImportReport(created=created, unchanged=fresh.skipped)
 
 
-def _bulk_import[T, M: models.Model](
-    rows: Iterable[T],
-    key: Callable[[T], str],
-    existing: set[str],
-    build: Callable[[T], M],
-    model: type[M],
-) -> ImportReport:
-    created = unchanged = 0
+class _skip_existing[T]:
+    """Iterate over rows whose key is not in `existing`, counting the ones skipped."""
 
-    def fresh() -> Iterator[T]:
-        nonlocal unchanged
-        for row in rows:
-            if key(row) in existing:
-                unchanged += 1
+    def __init__(self, rows: Iterable[T], key: Callable[[T], str], existing: set[str]) -> None:
+        self._rows, self._key, self._existing = iter(rows), key, existing
+        self.skipped = 0
+
+    def __iter__(self) -> Iterator[T]:
+        for row in self._rows:
+            if self._key(row) in self._existing:
+                self.skipped += 1
             else:
                 yield row
-
-    stream = fresh()
-    while batch := [build(row) for row in islice(stream, BATCH_SIZE)]:
-        model._default_manager.bulk_create(batch)
-        created += len(batch)
-    return ImportReport(created=created, unchanged=unchanged)

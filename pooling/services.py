@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from itertools import islice
 from pathlib import Path
 
 from django.contrib.auth.models import User
 from django.db import transaction
 
 from annotation.models import Project
+from assay.db import bulk_insert
 
 from .models import Pool, PoolItem, Run, RunResult
 from .pooling import PoolEntry, depth_pool
 from .trec import RunRow, read_run
-
-BATCH_SIZE = 5000
 
 
 class PoolingError(ValueError):
@@ -76,12 +75,11 @@ def _single_tag(ranked: dict[str, list[RunRow]], path: str | Path) -> str:
 
 def _store_results(run: Run, ranked: dict[str, list[RunRow]]) -> None:
     rows = (
-        RunResult(run=run, qid=qid, docid=row.docid, rank=position, score=row.score)
+        (run.pk, qid, row.docid, position, row.score)
         for qid, query_rows in ranked.items()
         for position, row in enumerate(query_rows, start=1)
     )
-    while batch := list(islice(rows, BATCH_SIZE)):
-        RunResult.objects.bulk_create(batch)
+    bulk_insert(RunResult, ["run_id", "qid", "docid", "rank", "score"], rows)
 
 
 @transaction.atomic
@@ -109,19 +107,19 @@ def pool_build(
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     pool = Pool.objects.create(project=project, depth=depth, seed=seed)
     pool.runs.set(runs)
-    items = (
-        PoolItem(
-            pool=pool,
-            query_id=queries[entry.qid],
-            document_id=documents[entry.docid],
-            provenance=dict(entry.runs),
-            best_rank=min(entry.runs.values()),
-            position=position,
+    rows = (
+        (
+            pool.pk,
+            queries[entry.qid],
+            documents[entry.docid],
+            json.dumps(dict(entry.runs)),
+            min(entry.runs.values()),
+            position,
         )
         for position, entry in enumerate(display_order(entries, seed))
     )
-    while batch := list(islice(items, BATCH_SIZE)):
-        PoolItem.objects.bulk_create(batch)
+    columns = ["pool_id", "query_id", "document_id", "provenance", "best_rank", "position"]
+    bulk_insert(PoolItem, columns, rows)
     return pool
 
 

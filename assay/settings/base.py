@@ -163,4 +163,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # Libraries that narrate their progress at INFO/DEBUG would drown the app's own messages.
+    "loggers": {"bm25s": {"level": "WARNING"}},
 }

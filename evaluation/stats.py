@@ -1,0 +1,686 @@
+"""Paired statistics for comparing two systems on the same queries (chapter 5, chapter 7 step 7).
+
+Every comparison starts from the per-query differences ``d_i = b_i - a_i`` (candidate minus
+baseline, aligned by the caller): pairing cancels query difficulty, which is most of the spread
+of per-query scores. On top of ``d`` this module offers the normal interval and the regression
+gate's verdict, a paired bootstrap interval, the sign test, the paired t-test and a
+randomisation test; then Holm's correction, Kendall's tau between leaderboards and the sample
+size arithmetic.
+
+This module is a pure core: no Django, numpy arrays in, frozen dataclasses out. The special
+functions it needs (normal quantiles, the Student t CDF, binomial tails) are implemented here so
+that scipy stays a test dependency.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "BootstrapInterval",
+    "Comparison",
+    "PairedSummary",
+    "PermutationTest",
+    "TTest",
+    "bootstrap_interval",
+    "compare_summary",
+    "holm",
+    "kendall_tau",
+    "kendall_tau_between",
+    "min_detectable_difference",
+    "normal_quantile",
+    "paired_differences",
+    "paired_summary",
+    "paired_t_test",
+    "permutation_test",
+    "queries_needed",
+    "sign_test",
+    "student_t_cdf",
+]
+
+Verdict = Literal["regression", "improvement", "inconclusive"]
+FloatArray = npt.NDArray[np.float64]
+
+# Elements of one (rows, n) resampling block: 2**22 int64 indices plus the gathered float64
+# values is ~64 MiB whatever n is, which keeps peak memory flat as the query set grows.
+CHUNK_ELEMENTS = 1 << 22
+# 2**20 sign patterns (8 MiB of sums) is the largest exact enumeration worth doing inline.
+EXACT_PERMUTATION_MAX_N = 20
+# Above this many non-tied queries the exact big-integer binomial sum gets slow (it is
+# O(m**2) bit operations); the incomplete beta form is then used, accurate to ~1e-12.
+EXACT_BINOMIAL_MAX_M = 20_000
+
+
+# ---------------------------------------------------------------------------------------------
+# Paired summary and the regression gate
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairedSummary:
+    """Mean paired difference with its normal interval, the win/loss shape and the verdict.
+
+    ``se = sd / sqrt(n)`` with the sample sd (ddof=1); ``lo, hi = mean -/+ z * se``.
+    A query is a tie when ``|d_i| <= tol``.
+    """
+
+    n: int
+    mean: float
+    sd: float
+    se: float
+    confidence: float
+    z: float
+    lo: float
+    hi: float
+    wins: int
+    losses: int
+    ties: int
+    tol: float
+    verdict: Verdict
+
+
+def paired_differences(a: npt.ArrayLike, b: npt.ArrayLike) -> FloatArray:
+    """Per-query differences ``d = b - a`` (candidate minus baseline).
+
+    The caller aligns the two arrays query by query; the lengths must match and every value
+    must be finite, because a NaN score would silently poison every statistic downstream.
+    """
+    base = np.asarray(a, dtype=np.float64)
+    cand = np.asarray(b, dtype=np.float64)
+    if base.ndim != 1 or base.shape != cand.shape:
+        raise ValueError(f"need two aligned 1-D arrays, got shapes {base.shape} and {cand.shape}")
+    if not (np.isfinite(base).all() and np.isfinite(cand).all()):
+        raise ValueError("per-query scores must be finite")
+    return cand - base
+
+
+def paired_summary(
+    d: npt.ArrayLike, *, confidence: float = 0.95, z: float | None = None, tol: float = 0.0
+) -> PairedSummary:
+    """Summarise paired differences as the chapter 7 gate does.
+
+    ``z`` defaults to ``z_{1-(1-confidence)/2}`` (1.959963984540054 at 95 %); pass ``z=1.96`` to
+    reproduce the book's rounding. Verdict: "regression" when ``hi < 0``, "improvement" when
+    ``lo > 0``, else "inconclusive" (an interval that touches zero does not exclude it).
+    """
+    diffs = _as_differences(d, minimum=2)
+    n = diffs.size
+    z_used = _two_sided_z(confidence) if z is None else float(z)
+    mean = float(diffs.mean())
+    sd = float(diffs.std(ddof=1))
+    se = sd / math.sqrt(n)
+    lo, hi = mean - z_used * se, mean + z_used * se
+    wins, losses, ties = _win_loss_tie(diffs, tol)
+    return PairedSummary(
+        n, mean, sd, se, confidence, z_used, lo, hi, wins, losses, ties, tol, _verdict(lo, hi)
+    )
+
+
+def _verdict(lo: float, hi: float) -> Verdict:
+    if hi < 0:
+        return "regression"
+    if lo > 0:
+        return "improvement"
+    return "inconclusive"
+
+
+def _win_loss_tie(diffs: FloatArray, tol: float) -> tuple[int, int, int]:
+    if tol < 0:
+        raise ValueError(f"tie tolerance must be >= 0, got {tol}")
+    wins = int(np.count_nonzero(diffs > tol))
+    losses = int(np.count_nonzero(diffs < -tol))
+    return wins, losses, diffs.size - wins - losses
+
+
+def _as_differences(d: npt.ArrayLike, *, minimum: int) -> FloatArray:
+    diffs = np.asarray(d, dtype=np.float64)
+    if diffs.ndim != 1 or diffs.size < minimum:
+        raise ValueError(f"need a 1-D array of at least {minimum} differences")
+    if not np.isfinite(diffs).all():
+        raise ValueError("differences must be finite")
+    return diffs
+
+
+def _two_sided_z(confidence: float) -> float:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    return normal_quantile(0.5 + confidence / 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Paired bootstrap
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BootstrapInterval:
+    """Percentile interval of the mean difference over query resamples."""
+
+    lo: float
+    hi: float
+    confidence: float
+    resamples: int
+    seed: int
+
+
+def bootstrap_interval(
+    d: npt.ArrayLike, *, resamples: int = 10_000, confidence: float = 0.95, seed: int = 0
+) -> BootstrapInterval:
+    """Paired bootstrap: resample *queries* with replacement and take percentiles of the means.
+
+    ``means[r] = mean(d[idx[r]])`` with ``idx = rng.integers(0, n, size=(resamples, n))``;
+    ``lo, hi`` are the ``alpha/2`` and ``1 - alpha/2`` quantiles of ``means`` with linear
+    interpolation (numpy's default, also scipy.stats.bootstrap's percentile method).
+    The index matrix is drawn in row blocks; numpy's Generator consumes its stream element by
+    element, so the blocks concatenate to exactly the single big draw and the interval is
+    the same as the naive one for the same seed, at a fraction of its memory.
+    """
+    diffs = _as_differences(d, minimum=1)
+    _check_count("resamples", resamples)
+    alpha = 1 - confidence
+    _two_sided_z(confidence)  # validates the confidence level
+    means = _bootstrap_means(diffs, resamples, np.random.default_rng(seed))
+    lo, hi = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return BootstrapInterval(float(lo), float(hi), confidence, resamples, seed)
+
+
+def _bootstrap_means(diffs: FloatArray, resamples: int, rng: np.random.Generator) -> FloatArray:
+    n = diffs.size
+    rows = max(1, CHUNK_ELEMENTS // n)
+    means = np.empty(resamples)
+    for start in range(0, resamples, rows):
+        stop = min(start + rows, resamples)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        means[start:stop] = diffs[idx].mean(axis=1)
+    return means
+
+
+def _check_count(name: str, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Significance tests
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TTest:
+    """Paired t-test: ``t = mean / se``, ``df = n - 1``, two-sided p."""
+
+    t: float
+    df: int
+    p: float
+
+
+@dataclass(frozen=True)
+class PermutationTest:
+    """Randomisation test of the mean difference by sign flips.
+
+    ``method`` is "exact" (all ``2**m`` patterns, ``resamples`` = that count) or "monte_carlo".
+    """
+
+    p: float
+    method: Literal["exact", "monte_carlo"]
+    resamples: int
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Exact two-sided sign test; ties are discarded before calling.
+
+    ``p = min(1, 2 * P(X <= min(wins, losses)))`` with ``X ~ Bin(wins + losses, 1/2)``. For
+    ``p = 1/2`` the binomial is symmetric, so this equals scipy's ``binomtest(...).pvalue``,
+    which sums every outcome no more likely than the observed one.
+    """
+    if wins < 0 or losses < 0:
+        raise ValueError("wins and losses must be non-negative")
+    m, k = wins + losses, min(wins, losses)
+    if 2 * k >= m:  # includes m == 0: no evidence either way
+        return 1.0
+    if m <= EXACT_BINOMIAL_MAX_M:
+        return min(1.0, float(Fraction(2 * _binomial_head(m, k), 2**m)))
+    # P(X <= k) = I_{1/2}(m - k, k + 1) for X ~ Bin(m, 1/2).
+    return min(1.0, 2 * _betainc(m - k, k + 1, 0.5, 0.5))
+
+
+def _binomial_head(m: int, k: int) -> int:
+    """``sum_{i=0..k} C(m, i)`` in exact integers, each term from the previous one."""
+    term = total = 1
+    for i in range(k):
+        term = term * (m - i) // (i + 1)
+        total += term
+    return total
+
+
+def paired_t_test(d: npt.ArrayLike) -> TTest:
+    """Paired t-test, equal to ``scipy.stats.ttest_rel(b, a)``.
+
+    ``t = mean(d) / (sd(d) / sqrt(n))``, ``p = 2 * P(T_{n-1} > |t|) = I_{df/(df+t^2)}(df/2, 1/2)``.
+    When every difference is equal: all zero gives ``t = 0, p = 1`` (nothing changed; scipy
+    returns NaN), a non-zero constant gives ``t = +-inf, p = 0`` (as scipy does).
+    """
+    diffs = _as_differences(d, minimum=2)
+    n = diffs.size
+    mean, sd = float(diffs.mean()), float(diffs.std(ddof=1))
+    if sd == 0:
+        t = 0.0 if mean == 0 else math.copysign(math.inf, mean)
+    else:
+        t = mean / (sd / math.sqrt(n))
+    return TTest(t, n - 1, _t_two_sided_p(t, n - 1))
+
+
+def permutation_test(
+    d: npt.ArrayLike,
+    *,
+    resamples: int = 10_000,
+    seed: int = 0,
+    exact_max_n: int = EXACT_PERMUTATION_MAX_N,
+) -> PermutationTest:
+    """Two-sided randomisation test of ``mean(d) = 0`` by flipping the sign of each difference.
+
+    Under the null each ``d_i`` is as likely to be ``-d_i``. Zero differences are dropped: their
+    flip changes no sum, so the proportion below is the same. With ``m`` non-zero differences:
+    - ``m <= exact_max_n``: every pattern, ``p = #{|S*| >= |S|} / 2**m`` (the identity pattern
+      is among them, so ``p >= 2 / 2**m``);
+    - otherwise ``resamples`` random patterns, ``p = (1 + #{|S*| >= |S|}) / (resamples + 1)``,
+      which counts the observed pattern once and so is never 0 (a valid p-value).
+    ``S`` is the sum (the mean times a constant). A relative slack of 1e-10 on the comparison
+    counts patterns whose sum equals the observed one but rounds differently as "as extreme".
+    """
+    diffs = _as_differences(d, minimum=1)
+    _check_count("resamples", resamples)
+    moved = diffs[diffs != 0]
+    if moved.size == 0:
+        return PermutationTest(1.0, "exact", 1)
+    threshold = abs(float(moved.sum())) - 1e-10 * float(np.abs(moved).sum())
+    if moved.size <= exact_max_n:
+        sums = _all_signed_sums(moved)
+        return PermutationTest(_share(sums, threshold), "exact", sums.size)
+    hits = _random_sign_hits(moved, threshold, resamples, np.random.default_rng(seed))
+    return PermutationTest((1 + hits) / (resamples + 1), "monte_carlo", resamples)
+
+
+def _share(sums: FloatArray, threshold: float) -> float:
+    return int(np.count_nonzero(np.abs(sums) >= threshold)) / sums.size
+
+
+def _all_signed_sums(values: FloatArray) -> FloatArray:
+    """Every ``sum(s_i * v_i)`` over ``s in {-1, 1}**m``, as the outer sum of two halves.
+
+    Meeting in the middle needs ``2 * 2**(m/2)`` partial sums and one ``2**m`` outer sum,
+    instead of a ``(2**m, m)`` sign matrix.
+    """
+    half = values.size // 2
+    left, right = _half_sums(values[:half]), _half_sums(values[half:])
+    return (left[:, None] + right[None, :]).ravel()
+
+
+def _half_sums(values: FloatArray) -> FloatArray:
+    sums = np.zeros(1)
+    for v in values:
+        sums = np.concatenate([sums + v, sums - v])
+    return sums
+
+
+def _random_sign_hits(
+    values: FloatArray, threshold: float, resamples: int, rng: np.random.Generator
+) -> int:
+    n = values.size
+    rows = max(1, CHUNK_ELEMENTS // n)
+    hits = 0
+    for start in range(0, resamples, rows):
+        count = min(rows, resamples - start)
+        # S* = sum(s_i v_i) with s = 2 * bit - 1, i.e. 2 * (bits @ v) - sum(v): one matvec.
+        bits = rng.integers(0, 2, size=(count, n), dtype=np.int8)
+        sums = 2.0 * (bits @ values) - values.sum()
+        hits += int(np.count_nonzero(np.abs(sums) >= threshold))
+    return hits
+
+
+def holm(pvalues: Sequence[float] | npt.ArrayLike) -> FloatArray:
+    """Holm's step-down adjustment, in the input order.
+
+    Sorting ascending, ``adj_(i) = min(1, max_{j <= i} (m - j + 1) * p_(j))``: the running max
+    keeps the adjusted values monotone in the raw order, as statsmodels' ``holm`` does.
+    Tied raw p-values get the same adjusted value whatever order the sort puts them in.
+    """
+    raw = np.asarray(pvalues, dtype=np.float64)
+    if raw.ndim != 1:
+        raise ValueError("p-values must be a 1-D sequence")
+    if raw.size and not ((raw >= 0) & (raw <= 1)).all():
+        raise ValueError("p-values must lie in [0, 1]")
+    order = np.argsort(raw, kind="stable")
+    factors = np.arange(raw.size, 0, -1, dtype=np.float64)
+    stepped = np.minimum(1.0, np.maximum.accumulate(raw[order] * factors))
+    adjusted = np.empty_like(raw)
+    adjusted[order] = stepped
+    return adjusted
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement between leaderboards
+# ---------------------------------------------------------------------------------------------
+
+
+def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
+    """Kendall's tau-b, equal to ``scipy.stats.kendalltau(x, y).statistic``.
+
+    Over all pairs ``i < j`` with ``sx = sign(x_i - x_j)``, ``sy = sign(y_i - y_j)``:
+    ``tau_b = sum(sx * sy) / sqrt(sum(sx^2) * sum(sy^2))``, i.e. concordant minus discordant
+    over the geometric mean of the pairs untied in each ranking. O(n^2) memory, fine for a
+    leaderboard of systems. NaN when either ranking is constant (tau is undefined).
+    """
+    xs, ys = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if xs.ndim != 1 or xs.shape != ys.shape or xs.size < 2:
+        raise ValueError("need two aligned 1-D arrays of at least 2 values")
+    upper = np.triu_indices(xs.size, k=1)
+    sx = np.sign(xs[:, None] - xs[None, :])[upper]
+    sy = np.sign(ys[:, None] - ys[None, :])[upper]
+    untied_x, untied_y = float(np.abs(sx).sum()), float(np.abs(sy).sum())
+    if untied_x == 0 or untied_y == 0:
+        return math.nan
+    return float((sx * sy).sum()) / math.sqrt(untied_x * untied_y)
+
+
+def kendall_tau_between(scores_a: Mapping[str, float], scores_b: Mapping[str, float]) -> float:
+    """Kendall's tau-b between two leaderboards (system -> score) over their common systems."""
+    common = sorted(set(scores_a) & set(scores_b))
+    if len(common) < 2:
+        raise ValueError(f"need at least 2 systems in common, got {len(common)}")
+    return kendall_tau([scores_a[s] for s in common], [scores_b[s] for s in common])
+
+
+# ---------------------------------------------------------------------------------------------
+# Sample size (chapter 5)
+# ---------------------------------------------------------------------------------------------
+
+
+def queries_needed(delta: float, sd_diff: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Queries to detect a mean paired difference ``delta`` (two-sided test at level ``alpha``).
+
+    ``n = ceil(((z_{1-alpha/2} + z_{power}) * sd_diff / delta)^2)``. A relative slack of 1e-12
+    before the ceiling keeps an exact integer from rounding up because of float noise.
+    """
+    if delta <= 0 or sd_diff <= 0:
+        raise ValueError("delta and sd_diff must be positive")
+    n = ((_z_sum(alpha, power) * sd_diff / delta) ** 2) * (1 - 1e-12)
+    return max(2, math.ceil(n))
+
+
+def min_detectable_difference(
+    n: int, sd_diff: float, *, alpha: float = 0.05, power: float = 0.8
+) -> float:
+    """Smallest mean difference ``n`` queries detect: ``(z_{1-alpha/2} + z_power) * sd / sqrt(n)``.
+
+    With ``power=0.5`` (``z_power = 0``) this is the interval half-width, the "resolution"
+    chapter 5 quotes.
+    """
+    if n < 2 or sd_diff <= 0:
+        raise ValueError("need n >= 2 and a positive sd_diff")
+    return _z_sum(alpha, power) * sd_diff / math.sqrt(n)
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise ValueError("alpha and power must be in (0, 1)")
+    return normal_quantile(1 - alpha / 2) + normal_quantile(power)
+
+
+# ---------------------------------------------------------------------------------------------
+# The comparison report
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything the paired report prints, from one call."""
+
+    summary: PairedSummary
+    bootstrap: BootstrapInterval
+    sign_p: float
+    t_test: TTest
+    permutation: PermutationTest
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready; the keys of ``compare --format json`` plus the test details.
+
+        Non-finite numbers (an infinite t) become ``None`` because JSON has no infinity.
+        """
+        s, boot = self.summary, self.bootstrap
+        return {
+            "n": s.n,
+            "mean_diff": s.mean,
+            "sd": s.sd,
+            "se": s.se,
+            "confidence": s.confidence,
+            "z": s.z,
+            "ci": [s.lo, s.hi],
+            "wins": s.wins,
+            "losses": s.losses,
+            "ties": s.ties,
+            "tie_tolerance": s.tol,
+            "verdict": s.verdict,
+            "bootstrap": {"ci": [boot.lo, boot.hi], "resamples": boot.resamples, "seed": boot.seed},
+            "sign_test": {"p": self.sign_p},
+            "t_test": {
+                "t": _finite_or_none(self.t_test.t),
+                "df": self.t_test.df,
+                "p": self.t_test.p,
+            },
+            "permutation": {
+                "p": self.permutation.p,
+                "method": self.permutation.method,
+                "resamples": self.permutation.resamples,
+            },
+        }
+
+
+def compare_summary(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
+    bootstrap: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    permutations: int = 10_000,
+    tol: float = 0.0,
+    z: float | None = None,
+) -> Comparison:
+    """Compare candidate ``b`` with baseline ``a`` on aligned per-query scores.
+
+    The bootstrap and the Monte Carlo permutation test each get their own
+    ``default_rng(seed)``, so each reproduces its stand-alone call with the same seed.
+    """
+    d = paired_differences(a, b)
+    summary = paired_summary(d, confidence=confidence, z=z, tol=tol)
+    return Comparison(
+        summary=summary,
+        bootstrap=bootstrap_interval(d, resamples=bootstrap, confidence=confidence, seed=seed),
+        sign_p=sign_test(summary.wins, summary.losses),
+        t_test=paired_t_test(d),
+        permutation=permutation_test(d, resamples=permutations, seed=seed),
+    )
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Special functions
+# ---------------------------------------------------------------------------------------------
+
+# Wichura (1988), algorithm AS 241 (PPND16): rational approximations with ~1e-16 relative
+# accuracy. Coefficients lowest degree first.
+_AS241_A = (
+    3.3871328727963666080e0, 1.3314166789178437745e2, 1.9715909503065514427e3,
+    1.3731693765509461125e4, 4.5921953931549871457e4, 6.7265770927008700853e4,
+    3.3430575583588128105e4, 2.5090809287301226727e3,
+)  # fmt: skip
+_AS241_B = (
+    1.0, 4.2313330701600911252e1, 6.8718700749205790830e2, 5.3941960214247511077e3,
+    2.1213794301586595867e4, 3.9307895800092710610e4, 2.8729085735721942674e4,
+    5.2264952788528545610e3,
+)  # fmt: skip
+_AS241_C = (
+    1.42343711074968357734e0, 4.63033784615654529590e0, 5.76949722146069140550e0,
+    3.64784832476320460504e0, 1.27045825245236838258e0, 2.41780725177450611770e-1,
+    2.27238449892691845833e-2, 7.74545014278341407640e-4,
+)  # fmt: skip
+_AS241_D = (
+    1.0, 2.05319162663775882187e0, 1.67638483018380384940e0, 6.89767334985100004550e-1,
+    1.48103976427480074590e-1, 1.51986665636164571966e-2, 5.47593808499534494600e-4,
+    1.05075007164441684324e-9,
+)  # fmt: skip
+_AS241_E = (
+    6.65790464350110377720e0, 5.46378491116411436990e0, 1.78482653991729133580e0,
+    2.96560571828504891230e-1, 2.65321895265761230930e-2, 1.24266094738807843860e-3,
+    2.71155556874348757815e-5, 2.01033439929228813265e-7,
+)  # fmt: skip
+_AS241_F = (
+    1.0, 5.99832206555887937690e-1, 1.36929880922735805310e-1, 1.48753612908506148525e-2,
+    7.86869131145613259100e-4, 1.84631831751005468180e-5, 1.42151175831644588870e-7,
+    2.04426310338993978564e-15,
+)  # fmt: skip
+
+
+def normal_quantile(p: float) -> float:
+    """Standard normal quantile ``Phi^{-1}(p)`` by Wichura's AS 241; +-inf at 0 and 1."""
+    if not 0 <= p <= 1:
+        raise ValueError(f"probability must be in [0, 1], got {p}")
+    if p in (0, 1):
+        return math.copysign(math.inf, p - 0.5)
+    q = p - 0.5
+    if abs(q) <= 0.425:
+        r = 0.180625 - q * q
+        return q * _ratio(_AS241_A, _AS241_B, r)
+    r = math.sqrt(-math.log(p if q < 0 else 1 - p))
+    tail = _ratio(_AS241_C, _AS241_D, r - 1.6) if r <= 5 else _ratio(_AS241_E, _AS241_F, r - 5)
+    return -tail if q < 0 else tail
+
+
+def _ratio(num: Sequence[float], den: Sequence[float], r: float) -> float:
+    top = bottom = 0.0
+    for a, b in zip(reversed(num), reversed(den), strict=True):
+        top, bottom = top * r + a, bottom * r + b
+    return top / bottom
+
+
+def student_t_cdf(t: float, df: float) -> float:
+    """Student t CDF via the upper tail ``P(T > |t|) = I_x(df/2, 1/2) / 2``, ``x = df/(df+t^2)``."""
+    if df <= 0 or math.isnan(t):
+        raise ValueError("need df > 0 and a number t")
+    tail = _t_two_sided_p(t, df) / 2
+    return tail if t < 0 else 1 - tail
+
+
+def _t_two_sided_p(t: float, df: float) -> float:
+    if t == 0:
+        return 1.0
+    t2 = t * t
+    if math.isinf(t2):
+        return 0.0
+    # Both x and 1 - x are formed directly so that neither loses digits to cancellation.
+    return _betainc(df / 2, 0.5, df / (df + t2), t2 / (df + t2))
+
+
+def _betainc(a: float, b: float, x: float, y: float) -> float:
+    """Regularised incomplete beta ``I_x(a, b)`` with ``y = 1 - x`` given exactly.
+
+    ``I_x(a, b) = x^a y^b / (a B(a, b)) * cf``, ``cf`` the continued fraction of Numerical
+    Recipes' betacf. It converges fast for ``x < (a + 1)/(a + b + 2)``; above that the
+    symmetry ``I_x(a, b) = 1 - I_y(b, a)`` is used instead.
+    """
+    if x <= 0:
+        return 0.0
+    if y <= 0:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1 - _betainc(b, a, y, x)
+    return math.exp(_log_beta_front(a, b, x, y)) * _betacf(a, b, x) / a
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction for the incomplete beta by the modified Lentz method."""
+    tiny, eps = 1e-300, 1e-16
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 100_000):
+        for aa in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1 + aa * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < eps:
+            return h
+    raise ArithmeticError(f"incomplete beta did not converge for a={a}, b={b}, x={x}")
+
+
+def _log_beta_front(a: float, b: float, x: float, y: float) -> float:
+    """``log(x^a y^b / B(a, b))`` without the cancellation of large log-gammas.
+
+    For large ``a`` and ``b`` Stirling's series gives ``B(a,b) = sqrt(2 pi) a^(a-1/2)
+    b^(b-1/2) (a+b)^(1/2-a-b) e^(s(a)+s(b)-s(a+b))``, so the front is
+    ``a log1p(u/a) + b log1p(-u/b) + log(ab/(2 pi (a+b)))/2 + s(a+b) - s(a) - s(b)`` with
+    ``u = b x - a y`` (Boost's ibeta_power_terms does the same). ``s`` is the Stirling error.
+    """
+    log_x = math.log1p(-y) if x > 0.5 else math.log(x)
+    log_y = math.log1p(-x) if y > 0.5 else math.log(y)
+    small, big = min(a, b), max(a, b)
+    if small >= 10:
+        u = b * x - a * y
+        return (
+            a * _log_scaled(u / a, log_x, b / a)
+            + b * _log_scaled(-u / b, log_y, a / b)
+            + 0.5 * math.log(a * b / (2 * math.pi * (a + b)))
+            + _stirling_error(a + b)
+            - _stirling_error(a)
+            - _stirling_error(b)
+        )
+    if big >= 10:
+        # log B = lgamma(small) - [lgamma(big + small) - lgamma(big)], the bracket by Stirling.
+        ratio = (
+            (big - 0.5) * math.log1p(small / big)
+            + small * math.log(big + small)
+            - small
+            + _stirling_error(big + small)
+            - _stirling_error(big)
+        )
+        return a * log_x + b * log_y - math.lgamma(small) + ratio
+    return a * log_x + b * log_y - math.lgamma(a) - math.lgamma(b) + math.lgamma(a + b)
+
+
+def _log_scaled(excess: float, log_v: float, other_over_own: float) -> float:
+    """``log(v (a+b)/a)`` given ``excess = v (a+b)/a - 1``: log1p near 1, plain logs far from it.
+
+    Near 1 the log1p form is exact where the plain logs cancel; far from 1 (``v`` tiny)
+    ``1 + excess`` would itself round away the digits that matter.
+    """
+    if abs(excess) < 0.5:
+        return math.log1p(excess)
+    return log_v + math.log1p(other_over_own)
+
+
+def _stirling_error(x: float) -> float:
+    """``s(x) = lgamma(x) - (x - 1/2) log x + x - log(2 pi)/2``; asymptotic series for x >= 10."""
+    if x < 10:
+        return math.lgamma(x) - (x - 0.5) * math.log(x) + x - 0.5 * math.log(2 * math.pi)
+    inv, inv2 = 1 / x, 1 / (x * x)
+    series = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156)
+    total = 0.0
+    for coefficient in reversed(series):
+        total = total * inv2 + coefficient
+    return total * inv
