@@ -47,12 +47,25 @@ class Membership(models.Model):
         return self.role == Role.LEAD
 
 
+def empty_protocol_content() -> dict[str, list[object]]:
+    return {"grades": [], "anchors": [], "rulings": []}
+
+
 class ProtocolVersion(models.Model):
-    """The written definition of relevance. Judgments are stamped with the version they used."""
+    """The written definition of relevance, as published: immutable once created.
+
+    `text` is the introduction (Markdown); `content` holds the structured parts: grades
+    (value, label, definition), anchor examples (query, document, grade, why) and edge-case
+    rulings (question, ruling). Judgments are stamped with the version they were made under.
+    """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="protocols")
     number = models.PositiveIntegerField()
     text = models.TextField(help_text="Markdown: the task, the grades, anchors, edge-case rulings")
+    content = models.JSONField(default=empty_protocol_content, blank=True)
+    published_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -62,6 +75,37 @@ class ProtocolVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project.slug} protocol v{self.number}"
+
+
+class ProtocolDraft(models.Model):
+    """The lead's working copy of the next protocol version (one per project)."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="protocol_draft")
+    text = models.TextField(blank=True)
+    content = models.JSONField(default=empty_protocol_content, blank=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.project.slug} protocol draft"
+
+
+class ProtocolAck(models.Model):
+    """An annotator has read what changed in a protocol version."""
+
+    version = models.ForeignKey(ProtocolVersion, on_delete=models.CASCADE, related_name="acks")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    acknowledged_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["version", "user"], name="protocol_ack_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} read {self.version}"
 
 
 class Document(models.Model):
@@ -83,6 +127,9 @@ class Query(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="queries")
     qid = models.CharField(max_length=200)
     text = models.TextField()
+    stratum = models.CharField(
+        max_length=32, blank=True, help_text="sampling stratum (head, torso, tail, failures)"
+    )
 
     class Meta:
         verbose_name_plural = "queries"
