@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .special import _betainc, t_two_sided_p, normal_quantile, student_t_cdf
+from .special import betainc, normal_quantile, student_t_cdf, t_two_sided_p
 
 __all__ = [
     "BootstrapInterval",
