@@ -18,7 +18,7 @@ Decisions, stated once:
   changes the weights; pass ``labels=(0, 1, 2, 3)`` to pin the relevance scale.
 * Undefined values are NaN, never an exception: kappa when ``p_e == 1`` (both judges gave
   every pair the same grade; scikit-learn also returns nan), alpha when only one value occurs.
-  :meth:`AgreementReport.as_dict` turns NaN into ``None`` (JSON ``null``).
+  `report.AgreementReport.as_dict` turns NaN into ``None`` (JSON ``null``).
 * Empty input is a ``ValueError``: there is nothing to agree on.
 * Bootstrap: percentile intervals, seeded, resampling whole queries (the unit of
   independence: pairs of one query share a topic and a judge's mood) or single pairs.
@@ -29,21 +29,21 @@ This module is a pure core: no Django; arrays or plain records in, frozen datacl
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
-    "AgreementReport",
     "Bootstrap",
     "GradeRecall",
     "Kappa",
     "Leniency",
     "Paired",
-    "agreement_report",
     "align_qrels",
+    "alpha_from_coincidences",
+    "binarizer",
     "binary_kappa",
     "bootstrap_confusions",
     "cohen_kappa",
@@ -51,10 +51,12 @@ __all__ = [
     "disagreement_weights",
     "grade_recall",
     "kappa_from_confusion",
+    "kappa_parts",
     "krippendorff_alpha",
     "label_set",
     "landis_koch",
     "leniency",
+    "percentile_interval",
     "rating_matrix",
 ]
 
@@ -68,11 +70,6 @@ Qrels = Mapping[str, Mapping[str, int]]
 DEFAULT_RESAMPLES = 10_000
 # Bounds the (resamples x queries) table of draws held at once, about 130 MB of int64.
 _MAX_DRAWS = 1 << 24
-# "High raw agreement, low kappa" (the chapter's trap): at least 80% raw agreement while
-# kappa is at most moderate.
-_HIGH_RAW = 0.80
-_LOW_KAPPA = 0.60
-TRAP_SENTENCE = "high raw agreement with low kappa: most agreement is on the majority grade"
 
 _BANDS = (
     (0.20, "slight"),
@@ -213,7 +210,8 @@ def _check_pairs(a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[IntArray, IntArray
     if a_arr.size == 0:
         raise ValueError("no pairs: agreement needs at least one pair labelled by both judges")
     for arr in (a_arr, b_arr):
-        if not np.issubdtype(arr.dtype, np.integer):
+        # bool is welcome: it is what ``grades >= threshold`` gives.
+        if not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_):
             raise ValueError(f"labels must be integers, got dtype {arr.dtype}")
     return a_arr.astype(np.int64), b_arr.astype(np.int64)
 
@@ -263,7 +261,7 @@ def disagreement_weights(k: int, weights: Weighting = None) -> FloatArray:
     raise ValueError(f"weights must be None, 'linear' or 'quadratic', not {weights!r}")
 
 
-def _kappa_parts(confusion: FloatArray, w: FloatArray) -> tuple[FloatArray, ...]:
+def kappa_parts(confusion: FloatArray, w: FloatArray) -> tuple[FloatArray, ...]:
     """(kappa, observed, expected) of confusion matrices stacked on the leading axes."""
     n = confusion.sum(axis=(-2, -1))
     chance = confusion.sum(axis=-1)[..., :, None] * confusion.sum(axis=-2)[..., None, :]
@@ -282,7 +280,7 @@ def kappa_from_confusion(confusion: npt.ArrayLike, weights: Weighting = None) ->
         raise ValueError(f"a confusion matrix is square, got shape {matrix.shape}")
     if matrix.sum() <= 0:
         raise ValueError("no pairs: the confusion matrix is empty")
-    kappa, observed, expected = _kappa_parts(matrix, disagreement_weights(len(matrix), weights))
+    kappa, observed, expected = kappa_parts(matrix, disagreement_weights(len(matrix), weights))
     return Kappa(float(kappa), float(observed), float(expected), weights or "none")
 
 
@@ -297,7 +295,7 @@ def cohen_kappa(
     return kappa_from_confusion(confusion_matrix(a, b, labels), weights)
 
 
-def _binarizer(values: IntArray, threshold: int) -> FloatArray:
+def binarizer(values: IntArray, threshold: int) -> FloatArray:
     """k x 2 indicator: label i goes to column 1 (relevant) when ``values[i] >= threshold``."""
     relevant = (values >= threshold).astype(np.int64)
     return np.eye(2)[relevant]
@@ -306,19 +304,14 @@ def _binarizer(values: IntArray, threshold: int) -> FloatArray:
 def binary_kappa(a: npt.ArrayLike, b: npt.ArrayLike, threshold: int = 1) -> Kappa:
     """Unweighted kappa after mapping labels ``>= threshold`` to 1 (relevant) and others to 0."""
     a_arr, b_arr = _check_pairs(a, b)
-    relevant_a, relevant_b = (
-        (a_arr >= threshold).astype(np.int64),
-        (b_arr >= threshold).astype(np.int64),
-    )
-    confusion = confusion_matrix(relevant_a, relevant_b, labels=(0, 1))
-    result = kappa_from_confusion(confusion)
-    return Kappa(result.kappa, result.observed, result.expected, "binary")
+    relevant_a, relevant_b = (a_arr >= threshold) * 1, (b_arr >= threshold) * 1
+    return replace(cohen_kappa(relevant_a, relevant_b, labels=(0, 1)), weights="binary")
 
 
 def landis_koch(kappa: float) -> str:
     """Landis & Koch (1977) band: < 0 poor, <= 0.20 slight, <= 0.40 fair, <= 0.60 moderate,
-    <= 0.80 substantial, above almost perfect; "undefined" for NaN. Each band includes its
-    upper bound, so printed two-decimal values fall in the band their digits suggest."""
+    <= 0.80 substantial, above that almost perfect; "undefined" for NaN. The published bands
+    (0.21-0.40, ...) leave gaps between them; a value in a gap goes to the band above."""
     if np.isnan(kappa):
         return "undefined"
     if kappa < 0:
@@ -346,7 +339,7 @@ def _distances(values: FloatArray, marginals: FloatArray, level: Level) -> Float
     raise ValueError(f"level must be 'nominal', 'ordinal' or 'interval', not {level!r}")
 
 
-def _alpha_from_coincidences(
+def alpha_from_coincidences(
     coincidences: FloatArray, values: FloatArray, level: Level
 ) -> FloatArray:
     """``alpha = 1 - (n - 1) * sum(o * d) / sum(n_c * n_k * d)`` for coincidence matrices ``o``
@@ -392,7 +385,7 @@ def krippendorff_alpha(ratings: npt.ArrayLike, level: Level = "ordinal") -> floa
     unit_of, _ = np.nonzero(present)
     cells = unit_of * len(values) + np.searchsorted(values, matrix[present])
     counts = np.bincount(cells, minlength=len(matrix) * len(values)).reshape(len(matrix), -1)
-    return float(_alpha_from_coincidences(_coincidences(counts), values, level))
+    return float(alpha_from_coincidences(_coincidences(counts), values, level))
 
 
 # --------------------------------------------------------------------------- leniency
@@ -472,7 +465,7 @@ def bootstrap_confusions(
     counts of such a resample are by definition Multinomial(n, observed cell shares), so
     they are drawn as that directly, without materialising resamples x n indices.
     """
-    values = np.asarray(labels, dtype=np.int64)
+    values = label_set(paired.a, paired.b, labels)
     k = len(values)
     cells = np.searchsorted(values, paired.a) * k + np.searchsorted(values, paired.b)
     rng = np.random.default_rng(seed)
@@ -486,7 +479,7 @@ def bootstrap_confusions(
     return flat.reshape(resamples, k, k)
 
 
-def _percentile_interval(samples: FloatArray, confidence: float) -> tuple[float, float] | None:
+def percentile_interval(samples: FloatArray, confidence: float) -> tuple[float, float] | None:
     """Percentile interval; resamples where the statistic is undefined (NaN) are left out."""
     defined = samples[~np.isnan(samples)]
     if defined.size == 0:
@@ -494,229 +487,3 @@ def _percentile_interval(samples: FloatArray, confidence: float) -> tuple[float,
     tail = (1 - confidence) / 2
     lo, hi = np.quantile(defined, [tail, 1 - tail])
     return float(lo), float(hi)
-
-
-# --------------------------------------------------------------------------- the report
-
-_KAPPAS: dict[str, Weighting] = {
-    "kappa": None,
-    "kappa_linear": "linear",
-    "kappa_quadratic": "quadratic",
-}
-_ALPHAS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
-# The statistics that get a bootstrap interval.
-CI_STATISTICS = ("observed", *_KAPPAS, "kappa_binary", *(f"alpha_{level}" for level in _ALPHAS))
-
-
-def _statistics(confusions: FloatArray, values: IntArray, threshold: int) -> dict[str, FloatArray]:
-    """Every statistic of confusion matrices stacked on axis 0 (``name``, and for a kappa
-    ``name.observed`` and ``name.expected``): one function serves the point estimate and the
-    resamples, so the two cannot drift apart."""
-    binarize = _binarizer(values, threshold)
-    stacks = {
-        name: (confusions, disagreement_weights(len(values), w)) for name, w in _KAPPAS.items()
-    }
-    stacks["kappa_binary"] = (binarize.T @ confusions @ binarize, disagreement_weights(2))
-    stats: dict[str, FloatArray] = {}
-    for name, (matrices, weights) in stacks.items():
-        stats[name], stats[f"{name}.observed"], stats[f"{name}.expected"] = _kappa_parts(
-            matrices, weights
-        )
-    stats["observed"] = stats["kappa.observed"]
-    # Two raters who both labelled every unit: each pair adds (a, b) and (b, a), m_u - 1 = 1.
-    coincidences = confusions + np.swapaxes(confusions, -2, -1)
-    for level in _ALPHAS:
-        stats[f"alpha_{level}"] = _alpha_from_coincidences(
-            coincidences, values.astype(np.float64), level
-        )
-    return stats
-
-
-@dataclass(frozen=True)
-class AgreementReport:
-    """Everything the ``agreement`` command prints; :meth:`as_dict` is its JSON shape."""
-
-    n: int
-    queries: int
-    only_a: int
-    only_b: int
-    labels: tuple[int, ...]
-    confusion: tuple[tuple[int, ...], ...]
-    threshold: int
-    unweighted: Kappa
-    linear: Kappa
-    quadratic: Kappa
-    binary: Kappa
-    binary_confusion: tuple[tuple[int, ...], ...]
-    alpha_nominal: float
-    alpha_ordinal: float
-    alpha_interval: float
-    leniency: Leniency
-    recall: GradeRecall
-    bootstrap: Bootstrap
-    ci: Mapping[str, tuple[float, float] | None]
-    notes: tuple[str, ...]
-
-    @property
-    def band(self) -> str:
-        return landis_koch(self.unweighted.kappa)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The stable JSON shape of ``manage.py agreement --format json``; NaN becomes None."""
-        kappas = {"kappa": self.unweighted, "kappa_linear": self.linear}
-        kappas |= {"kappa_quadratic": self.quadratic, "kappa_binary": self.binary}
-        return {
-            "n": self.n,
-            "observed": _num(self.unweighted.observed),
-            "expected": _num(self.unweighted.expected),
-            **{name: _num(kappa.kappa) for name, kappa in kappas.items()},
-            "threshold": self.threshold,
-            **{f"alpha_{level}": _num(getattr(self, f"alpha_{level}")) for level in _ALPHAS},
-            "confusion": [list(row) for row in self.confusion],
-            "labels": list(self.labels),
-            "ci": {name: None if ci is None else list(ci) for name, ci in self.ci.items()},
-            "band": self.band,
-            "band_binary": landis_koch(self.binary.kappa),
-            "agreement": {
-                name: {"observed": _num(kappa.observed), "expected": _num(kappa.expected)}
-                for name, kappa in kappas.items()
-            },
-            "binary_confusion": [list(row) for row in self.binary_confusion],
-            "leniency": asdict(self.leniency),
-            "per_grade_recall": {
-                "b_matches_a": [_num(v) for v in self.recall.b_matches_a],
-                "a_matches_b": [_num(v) for v in self.recall.a_matches_b],
-            },
-            "queries": self.queries,
-            "only_a": self.only_a,
-            "only_b": self.only_b,
-            "bootstrap": {**asdict(self.bootstrap), "method": "percentile"},
-            "notes": list(self.notes),
-        }
-
-
-def _num(value: float) -> float | None:
-    return None if np.isnan(value) else float(value)
-
-
-def _matrix(confusion: FloatArray) -> tuple[tuple[int, ...], ...]:
-    return tuple(tuple(row) for row in np.rint(confusion).astype(np.int64).tolist())
-
-
-def _trap(kappa: Kappa, confusion: FloatArray) -> bool:
-    """The chapter's trap: high raw agreement, kappa at most moderate, and more than half of
-    the agreeing pairs in one diagonal cell (the grade nearly everything gets)."""
-    diagonal = np.diag(confusion)
-    high_raw_low_kappa = kappa.observed >= _HIGH_RAW and kappa.kappa <= _LOW_KAPPA
-    return bool(high_raw_low_kappa and diagonal.max() > diagonal.sum() / 2)
-
-
-def _notes(report: AgreementReport) -> tuple[str, ...]:
-    notes: list[str] = []
-    if np.isnan(report.unweighted.kappa):
-        notes.append(
-            "kappa is undefined (null): both judges gave every pair the same grade, "
-            "so chance agreement p_e = 1"
-        )
-    if np.isnan(report.binary.kappa):
-        notes.append(
-            f"binary kappa is undefined (null): at threshold {report.threshold} both judges "
-            "put every pair on the same side"
-        )
-    if _trap(report.unweighted, np.array(report.confusion)):
-        notes.append(TRAP_SENTENCE)
-    elif _trap(report.binary, np.array(report.binary_confusion)):
-        notes.append(f"binary at threshold {report.threshold}: {TRAP_SENTENCE}")
-    if report.bootstrap.resamples and report.bootstrap.units < 2:
-        notes.append(f"only one {report.bootstrap.unit}: the bootstrap interval is a point")
-    return tuple(notes)
-
-
-def _intervals(
-    paired: Paired, values: IntArray, threshold: int, settings: Bootstrap
-) -> dict[str, tuple[float, float] | None]:
-    if settings.resamples == 0:
-        return dict.fromkeys(CI_STATISTICS)
-    confusions = bootstrap_confusions(
-        paired,
-        values.tolist(),
-        resamples=settings.resamples,
-        unit=settings.unit,
-        seed=settings.seed,
-    )
-    stats = _statistics(confusions, values, threshold)
-    return {name: _percentile_interval(stats[name], settings.confidence) for name in CI_STATISTICS}
-
-
-def _check_settings(bootstrap: int, unit: str, confidence: float) -> None:
-    if bootstrap < 0:
-        raise ValueError(
-            f"bootstrap must be 0 (no intervals) or a number of resamples, not {bootstrap}"
-        )
-    if unit not in ("query", "pair"):
-        raise ValueError(f"unit must be 'query' or 'pair', not {unit!r}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
-
-
-def agreement_report(
-    a_qrels: Qrels,
-    b_qrels: Qrels,
-    threshold: int = 1,
-    bootstrap: int = DEFAULT_RESAMPLES,
-    unit: Unit = "query",
-    seed: int | None = 0,
-    *,
-    labels: Sequence[int] | None = None,
-    confidence: float = 0.95,
-) -> AgreementReport:
-    """Agreement of judge A and judge B on the (qid, docid) pairs both judged.
-
-    ``threshold``: grades at or above it are relevant for the binary kappa. ``bootstrap``:
-    number of percentile-bootstrap resamples (0 for none) of ``unit`` (``"query"`` or
-    ``"pair"``), seeded by ``seed`` so that the same files give the same intervals.
-    ``labels``: the label set (default: the sorted union of the labels used).
-    Raises ``ValueError`` when no pair is judged in both.
-    """
-    _check_settings(bootstrap, unit, confidence)
-    paired = align_qrels(a_qrels, b_qrels)
-    if paired.n == 0:
-        raise ValueError(
-            f"no (qid, docid) pair is judged in both: {paired.only_a} pairs only in A, "
-            f"{paired.only_b} only in B"
-        )
-    values = label_set(paired.a, paired.b, labels)
-    confusion = confusion_matrix(paired.a, paired.b, values.tolist()).astype(np.float64)
-    point = {k: float(v[0]) for k, v in _statistics(confusion[None], values, threshold).items()}
-    queries = len(np.unique(paired.qids))
-    units = queries if unit == "query" else paired.n
-    settings = Bootstrap(bootstrap, unit, units, seed, confidence)
-    binarize = _binarizer(values, threshold)
-    report = AgreementReport(
-        n=paired.n,
-        queries=queries,
-        only_a=paired.only_a,
-        only_b=paired.only_b,
-        labels=tuple(values.tolist()),
-        confusion=_matrix(confusion),
-        threshold=threshold,
-        unweighted=_kappa_of(point, "kappa", "none"),
-        linear=_kappa_of(point, "kappa_linear", "linear"),
-        quadratic=_kappa_of(point, "kappa_quadratic", "quadratic"),
-        binary=_kappa_of(point, "kappa_binary", "binary"),
-        binary_confusion=_matrix(binarize.T @ confusion @ binarize),
-        alpha_nominal=point["alpha_nominal"],
-        alpha_ordinal=point["alpha_ordinal"],
-        alpha_interval=point["alpha_interval"],
-        leniency=leniency(confusion, values.tolist()),
-        recall=grade_recall(confusion, values.tolist()),
-        bootstrap=settings,
-        ci=_intervals(paired, values, threshold, settings),
-        notes=(),
-    )
-    # The notes read the finished numbers, so they are added last.
-    return replace(report, notes=_notes(report))
-
-
-def _kappa_of(point: Mapping[str, float], name: str, weights: str) -> Kappa:
-    return Kappa(point[name], point[f"{name}.observed"], point[f"{name}.expected"], weights)

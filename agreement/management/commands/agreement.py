@@ -1,6 +1,6 @@
 """``manage.py agreement --a QRELS_A --b QRELS_B``: how well two judges agree, from files only.
 
-A thin wrapper around :func:`agreement.kappa.agreement_report`: no database, no models, so it
+A thin wrapper around :func:`agreement.report.agreement_report`: no database, no models, so it
 runs in CI against two qrels files. ``--format json`` is a stable interface (see the README).
 """
 
@@ -13,10 +13,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agreement.kappa import (
     DEFAULT_RESAMPLES,
-    AgreementReport,
     Kappa,
-    agreement_report,
     landis_koch,
+)
+from agreement.report import (
+    AgreementReport,
+    agreement_report,
 )
 from pooling.trec import FormatError, read_qrels
 
@@ -128,7 +130,7 @@ def _recall_line(title: str, labels: tuple[int, ...], shares: tuple[float, ...])
 
 
 def _row(label: str, value: str) -> str:
-    return f"  {label.ljust(24)}{value}"
+    return f"  {label.ljust(27)} {value}"
 
 
 def _summary(report: AgreementReport) -> list[str]:
