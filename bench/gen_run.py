@@ -3,8 +3,8 @@
     python bench/gen_run.py [OUT_DIR] [--queries 10000] [--depth 1000] [--seed 13]
 
 writes ``OUT_DIR/run.txt`` (``qid Q0 docid rank score tag``, 10 million lines by default, about
-350 MB) and ``OUT_DIR/qrels.txt`` (``qid 0 docid grade``). The default OUT_DIR is ``bench/out``,
-which git ignores.
+350 MB) and ``OUT_DIR/qrels.txt`` (``qid 0 docid grade``). The default OUT_DIR is
+``bench/out/evaluate`` (git ignores ``bench/out``).
 
 What makes it look like a real run rather than noise:
 
@@ -51,7 +51,7 @@ def _judged(rng: np.random.Generator, docs: np.ndarray, no_rel: bool) -> list[tu
     """(docid, grade) pairs for one query: ~60% from the run (biased to the top), ~40% missed."""
     depth = docs.shape[0]
     n = int(rng.integers(10, 41))
-    in_run = int(round(n * 0.6))
+    in_run = round(n * 0.6)
     positions = np.unique(np.minimum(rng.geometric(1 / 25, size=in_run) - 1, depth - 1))
     chosen = [int(d) for d in docs[positions]]
     retrieved = set(int(d) for d in docs)
@@ -76,7 +76,9 @@ def generate(out: Path, n_queries: int, depth: int, seed: int) -> tuple[Path, Pa
             qid = int(qids[q])
             lines = [
                 f"{qid} Q0 {d} {r} {s:.3f} synth\n"
-                for r, (d, s) in enumerate(zip(docs[q].tolist(), scores[q].tolist()), start=1)
+                for r, (d, s) in enumerate(
+                    zip(docs[q].tolist(), scores[q].tolist(), strict=True), start=1
+                )
             ]
             fh.write("".join(lines))
     with open(qrels_path, "w", encoding="ascii") as fh:
@@ -88,7 +90,7 @@ def generate(out: Path, n_queries: int, depth: int, seed: int) -> tuple[Path, Pa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", nargs="?", default=str(Path(__file__).parent / "out"))
+    parser.add_argument("out", nargs="?", default=str(Path(__file__).parent / "out" / "evaluate"))
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--depth", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=13)

@@ -23,6 +23,7 @@ import json
 import math
 import re
 import zlib
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
@@ -288,19 +289,20 @@ def _parse_run_line(path: str | Path, number: int, line: str) -> RunRow:
     )
 
 
-def _trec_eval_key(row: RunRow) -> tuple[float, str]:
-    return (row.score, row.docid)
-
-
 def rank_run(rows: Iterable[RunRow]) -> list[RunRow]:
     """Sort one query's rows in trec_eval order: score descending, then docid descending.
 
-    trec_eval ignores the rank column and breaks score ties by comparing docids as strings
-    (``strcmp``), the greater docid first. Python compares str by code point, which orders
-    UTF-8 text exactly like ``strcmp`` orders its bytes. Sorting the same way is what lets
-    measures computed from these lists reproduce trec_eval to the last digit.
+    trec_eval ignores the rank column, holds scores as single-precision floats (so two scores
+    that differ only beyond float32 precision tie), and breaks ties by comparing docids as
+    strings (``strcmp``), the greater docid first. Python compares str by code point, which
+    orders UTF-8 text exactly like ``strcmp`` orders its bytes. Sorting the same way is what
+    lets measures computed from these lists reproduce trec_eval to the last digit.
     """
-    return sorted(rows, key=_trec_eval_key, reverse=True)
+    rows = list(rows)
+    # array('f') rounds each score to float32, exactly as trec_eval's C float does.
+    scores32 = array("f", (row.score for row in rows)).tolist()
+    order = sorted(range(len(rows)), key=lambda i: (scores32[i], rows[i].docid), reverse=True)
+    return [rows[i] for i in order]
 
 
 def read_run(path: str | Path) -> dict[str, list[RunRow]]:

@@ -6,6 +6,7 @@ import gzip
 import io
 import pickle
 import re
+from array import array
 from pathlib import Path
 
 import pytest
@@ -391,7 +392,9 @@ def test_it_reads_every_dl19_run() -> None:
         ranked = read_run(path)
         assert sum(len(rows) for rows in ranked.values()) == _non_blank_lines(path)
         for rows in ranked.values():
-            keys = [(row.score, row.docid) for row in rows]
+            # trec_eval compares single-precision scores: equal float32 scores tie on docid.
+            scores32 = array("f", (row.score for row in rows)).tolist()
+            keys = [(score, row.docid) for score, row in zip(scores32, rows, strict=True)]
             assert keys == sorted(keys, reverse=True)
 
 
@@ -411,3 +414,13 @@ def test_it_reads_the_dl19_qrels_corpus_and_topics() -> None:
     assert {row.qid for row in qrels} == {topic.qid for topic in topics}
     assert {row.docid for row in qrels} <= {doc.docid for doc in corpus}
     assert all(doc.text for doc in corpus)
+
+
+def test_it_ties_scores_that_are_equal_in_single_precision_as_trec_eval_does() -> None:
+    from pooling.trec import rank_run
+
+    # 0.1 and 0.1 + 1e-12 differ as doubles but are the same C float: docid decides.
+    rows = [RunRow("q", "a", 1, 0.1 + 1e-12, "t"), RunRow("q", "b", 2, 0.1, "t")]
+    assert [r.docid for r in rank_run(rows)] == ["b", "a"]
+    rows = [RunRow("q", "a", 1, 0.2, "t"), RunRow("q", "b", 2, 0.1, "t")]
+    assert [r.docid for r in rank_run(rows)] == ["a", "b"]

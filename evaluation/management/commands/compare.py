@@ -98,7 +98,7 @@ def text_report(
         f"candidate  {candidate}  vs incumbent  {baseline}",
         f"eval       {Path(options['qrels']).name} · {s.n} queries",
         f"metric     {report.metric} · gain {gain} · rel>={contract.rel_threshold} for binary · "
-        f"{base.skipped_no_relevant} queries with no relevant docs {empty} · "
+        f"{base.no_relevant} queries with no relevant docs {empty} · "
         f"{base.missing_from_run} missing from the baseline run scored 0",
         f"result     paired mean {s.mean:+.3f}  (95% CI {lo:+.3f} to {hi:+.3f}, {report.ci_method})"
         f"  ·  wins {s.wins} / losses {s.losses} / ties {s.ties}",
