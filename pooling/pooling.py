@@ -5,14 +5,26 @@ document remembers where every run placed it, so that later analyses (which run 
 the relevant documents, what a shallower pool would have missed) need no second pass
 over the runs.
 
+Two ways in, one result: :func:`depth_pool` pools runs already read into rows (as
+:func:`pooling.trec.read_run` returns them, or as the database holds them);
+:func:`pooling.fastpool.pool_files` pools run files directly. The latter streams each file in
+blocks, parses a block with numpy and keeps, per query, only the rows that can still be in the top
+``depth``: no Python object per line, so a fraction of the time and memory that reading the
+runs into rows takes (bench/results/pool.md). It returns exactly what
+``depth_pool(read_run(...))`` returns, and reports a broken file exactly as ``read_run``
+does.
+
 This module is a pure core: no Django, plain records in, frozen dataclasses out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
+
+import numpy as np
+import numpy.typing as npt
 
 from pooling.trec import RunRow
 
@@ -25,6 +37,11 @@ __all__ = [
     "judging_budget",
     "pool_stats",
 ]
+
+Ints = npt.NDArray[np.int64]
+Words = npt.NDArray[np.uint64]
+Bytes = npt.NDArray[np.uint8]
+Mask = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
@@ -109,12 +126,13 @@ class RunContribution:
 class PoolStats:
     """Summary of a pool.
 
-    Per-query figures are over the queries that have at least one pooled document.
-    ``runs`` holds one :class:`RunContribution` per run, in the order given to
-    :func:`pool_stats`; :meth:`contribution` looks one up by name.
-    ``overlap[(a, b)]`` is the Jaccard index (size of the intersection over size of the
-    union) of the (qid, docid) pairs runs ``a`` and ``b`` contributed, for every pair of
-    names in the order given to :func:`pool_stats` (0.0 when neither contributed anything).
+    Per-query figures are over the queries that have at least one pooled document;
+    ``per_query`` maps each of them to its pool size. ``runs`` holds one
+    :class:`RunContribution` per run, in the order given to :func:`pool_stats`;
+    :meth:`contribution` looks one up by name. For every pair of names ``(a, b)`` in that
+    order, ``shared[(a, b)]`` counts the (qid, docid) pairs both runs contributed and
+    ``overlap[(a, b)]`` is their Jaccard index: shared over the size of the union (0.0 when
+    neither contributed anything).
     """
 
     n_queries: int
@@ -124,6 +142,8 @@ class PoolStats:
     per_query_max: int
     runs: tuple[RunContribution, ...]
     overlap: Mapping[tuple[str, str], float]
+    per_query: Mapping[str, int] = field(default_factory=dict)
+    shared: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
     def contribution(self, name: str) -> RunContribution:
         """The contribution of run ``name`` (KeyError when it was not pooled)."""
@@ -145,21 +165,39 @@ def pool_stats(entries: Iterable[PoolEntry], run_names: Sequence[str]) -> PoolSt
         if len(entry.runs) == 1:
             (only,) = entry.runs
             unique[only] = unique.get(only, 0) + 1
+    contributed = {name: len(found[name]) for name in run_names}
+    shared = {(a, b): len(found[a] & found[b]) for a, b in combinations(run_names, 2)}
+    return pool_summary(
+        sizes, [(name, contributed[name], unique[name]) for name in run_names], shared
+    )
+
+
+def pool_summary(
+    sizes: Mapping[str, int],
+    runs: Sequence[tuple[str, int, int]],
+    shared: Mapping[tuple[str, str], int],
+) -> PoolStats:
+    """Assemble :class:`PoolStats` from pool sizes, (name, contributed, unique) and overlaps."""
     counts = list(sizes.values())
+    contributed = {name: count for name, count, _ in runs}
     return PoolStats(
         n_queries=len(counts),
         total=sum(counts),
         per_query_min=min(counts, default=0),
         per_query_mean=sum(counts) / len(counts) if counts else 0.0,
         per_query_max=max(counts, default=0),
-        runs=tuple(RunContribution(name, len(found[name]), unique[name]) for name in run_names),
-        overlap={(a, b): _jaccard(found[a], found[b]) for a, b in combinations(run_names, 2)},
+        runs=tuple(RunContribution(*run) for run in runs),
+        overlap={
+            pair: _jaccard(both, contributed[pair[0]] + contributed[pair[1]] - both)
+            for pair, both in shared.items()
+        },
+        per_query=dict(sizes),
+        shared=dict(shared),
     )
 
 
-def _jaccard(a: set[tuple[str, str]], b: set[tuple[str, str]]) -> float:
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
+def _jaccard(intersection: int, union: int) -> float:
+    return intersection / union if union else 0.0
 
 
 # --------------------------------------------------------------------------- budget
