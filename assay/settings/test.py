@@ -7,11 +7,13 @@ PostgreSQL in CI. Integration tests that need a real worker start one themselves
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 os.environ.setdefault("SECRET_KEY", "assay-tests-only")
 
 from .base import *  # noqa: F403
-from .base import BASE_DIR, DATABASES, STORAGES
+from .base import DATABASES, STORAGES
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
@@ -22,5 +24,7 @@ WHITENOISE_AUTOREFRESH = True
 
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not :memory:, so that a Celery worker or a live server in another process sees the
-    # same test database.
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / ".test-db.sqlite3")}
+    # same test database; one per test process, so that two test runs never share it.
+    DATABASES["default"]["TEST"] = {
+        "NAME": str(Path(tempfile.gettempdir()) / f"assay-test-{os.getpid()}.sqlite3")
+    }

@@ -2,93 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from pathlib import Path
-from urllib.parse import urlsplit
-
 import pytest
-from django.db import connection
 from django.urls import reverse
 
-from assay.celery import app
 from pooling.models import Pool
 from tests.conftest import World
-
-REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15")
-REPO = Path(__file__).resolve().parents[2]
+from tests.integration.conftest import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-def redis_is_up() -> bool:
-    parts = urlsplit(REDIS_URL)
-    try:
-        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 6379), 1):
-            return True
-    except OSError:
-        return False
-
-
-def database_url_of_test_db() -> str:
-    settings = connection.settings_dict
-    if settings["ENGINE"].endswith("sqlite3"):
-        name = str(settings["NAME"])
-        if name == ":memory:" or name.startswith("file:"):
-            pytest.skip("the worker cannot share an in-memory SQLite test database")
-        return f"sqlite:///{Path(name).resolve()}"
-    user, password = settings["USER"] or "", settings["PASSWORD"] or ""
-    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host, port = settings["HOST"] or "127.0.0.1", settings["PORT"] or 5432
-    return f"postgres://{auth}{host}:{port}/{settings['NAME']}"
-
-
-@pytest.fixture
-def worker() -> Iterator[None]:
-    if not redis_is_up():
-        pytest.skip(f"Redis is not reachable at {REDIS_URL}")
-    env = dict(os.environ, DATABASE_URL=database_url_of_test_db(), CELERY_BROKER_URL=REDIS_URL)
-    env["DJANGO_SETTINGS_MODULE"] = "assay.settings.base"
-    env.setdefault("SECRET_KEY", "worker-in-tests")
-    app.conf.update(broker_url=REDIS_URL, task_always_eager=False)
-    app.connection_for_write().default_channel.client.flushdb()  # no stale tasks of earlier runs
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "assay",
-            "worker",
-            "--pool=solo",
-            "--concurrency=1",
-            "--loglevel=WARNING",
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=REPO,
-        env=env,
-    )
-    try:
-        yield
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
-        app.conf.update(task_always_eager=True)
-
-
-def wait_for(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError("the worker did not finish in time")
 
 
 def test_it_builds_a_pool_on_a_real_worker(world: World, worker: None) -> None:
@@ -102,3 +23,25 @@ def test_it_builds_a_pool_on_a_real_worker(world: World, worker: None) -> None:
     assert pool is not None and pool.depth == 2
     # depth 2 of runs a and b: q1 -> d1, d2, d3, d4; q2 -> d1, d2
     assert pool.items.count() == 6
+
+
+def test_it_ingests_an_uploaded_log_on_a_real_worker(world: World, worker: None) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from annotation.models import LogStatus, QueryLog
+    from tests.test_sampling_web import make_log
+
+    client = world.client_for(world.lead)
+    url = reverse("log_list", args=[world.project.slug])
+    response = client.post(url, {"log": SimpleUploadedFile("log.csv", make_log())})
+    assert response.status_code == 302
+    query_log = QueryLog.objects.get(project=world.project)
+
+    def done() -> bool:
+        query_log.refresh_from_db()
+        return query_log.status in (LogStatus.DONE, LogStatus.FAILED)
+
+    wait_for(done)
+    assert query_log.status == LogStatus.DONE, query_log.error
+    assert query_log.stats.filter(query="pricing", frequency=6).exists()
+    assert query_log.upload == ""  # the raw file is gone

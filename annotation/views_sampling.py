@@ -1,0 +1,128 @@
+"""Lead pages for search logs: upload (with progress), strata, sample preview and accept."""
+
+from __future__ import annotations
+
+import random
+from functools import partial
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
+
+from .access import Access, project_for_lead
+from .charts import rank_frequency_svg
+from .models import LogStatus, QueryLog, QuerySample
+from .sampling import DEFAULT_QUOTAS, STRATA, parse_quotas
+from .services_sampling import SamplingError, log_create, sample_accept, sample_draw, scheme_of
+from .tasks import log_ingest_task
+
+
+def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
+    return project_for_lead(request, slug)
+
+
+@login_required
+def log_list(request: HttpRequest, slug: str) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    if request.method == "POST":
+        upload = request.FILES.get("log")
+        if upload is None:
+            messages.error(
+                request, "Choose a log file (CSV, TSV, JSONL or Parquet, gzip accepted)."
+            )
+            return redirect("log_list", slug=slug)
+        try:
+            query_log = log_create(
+                project=access.project,
+                upload=upload,
+                user=request.user,  # type: ignore[arg-type]
+                columns=request.POST.get("columns", "").strip(),
+            )
+        except SamplingError as error:
+            messages.error(request, str(error))
+            return redirect("log_list", slug=slug)
+        transaction.on_commit(partial(log_ingest_task.delay, query_log.pk))
+        return redirect("log_detail", slug=slug, log_id=query_log.pk)
+    context = {
+        "project": access.project,
+        "logs": access.project.logs.all(),
+        "definition": scheme_of(access.project),
+    }
+    return render(request, "annotation/log_list.html", context)
+
+
+def _log_context(access: Access, query_log: QueryLog) -> dict[str, object]:
+    strata = query_log.strata or {}
+    chart = rank_frequency_svg(strata.get("rank_frequency", []), strata.get("cut_ranks", []))
+    return {
+        "project": access.project,
+        "log": query_log,
+        "running": query_log.status in (LogStatus.QUEUED, LogStatus.RUNNING),
+        "percent": round(query_log.progress * 100),
+        "strata": strata,
+        # Safe: the chart is built from numbers and fixed labels only (annotation/charts.py).
+        "chart": mark_safe(chart),
+        "quotas": DEFAULT_QUOTAS,
+        "strata_names": STRATA,
+        "samples": query_log.samples.all(),
+    }
+
+
+@login_required
+def log_detail(request: HttpRequest, slug: str, log_id: int) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    query_log = get_object_or_404(QueryLog, pk=log_id, project=access.project)
+    template = "annotation/log_detail.html"
+    if request.htmx:  # type: ignore[attr-defined]
+        template += "#status"  # the progress partial, polled while the worker runs
+    return render(request, template, _log_context(access, query_log))
+
+
+@login_required
+@require_POST
+def sample_create(request: HttpRequest, slug: str, log_id: int) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    query_log = get_object_or_404(QueryLog, pk=log_id, project=access.project)
+    try:
+        quotas = parse_quotas(
+            ",".join(f"{name}={request.POST.get(name, '0') or 0}" for name in STRATA)
+        )
+        seed_text = request.POST.get("seed", "").strip()
+        seed = int(seed_text) if seed_text else random.SystemRandom().randrange(2**31)
+        sample = sample_draw(
+            query_log=query_log,
+            quotas=quotas,
+            seed=seed,
+            weighted=request.POST.get("weighted") == "on",
+            user=request.user,  # type: ignore[arg-type]
+        )
+    except (SamplingError, ValueError) as error:
+        messages.error(request, str(error))
+        return redirect("log_detail", slug=slug, log_id=log_id)
+    return redirect("sample_detail", slug=slug, sample_id=sample.pk)
+
+
+@login_required
+def sample_detail(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    sample = get_object_or_404(QuerySample, pk=sample_id, project=access.project)
+    context = {"project": access.project, "sample": sample, "log": sample.log}
+    return render(request, "annotation/sample_detail.html", context)
+
+
+@login_required
+@require_POST
+def sample_accept_view(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    sample = get_object_or_404(QuerySample, pk=sample_id, project=access.project)
+    try:
+        added = sample_accept(sample=sample)
+    except SamplingError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"{added} queries added to {access.project.name}.")
+    return redirect("sample_detail", slug=slug, sample_id=sample_id)
