@@ -1,7 +1,7 @@
 """Write a synthetic but realistic search log as CSV, for the query-sampling benchmark.
 
     python bench/gen_log.py                       # 10,000,000 lines to bench/out/log_10000000.csv
-    python bench/gen_log.py --lines 100000 --seed 3 --out /tmp/small.csv
+    python bench/gen_log.py --lines 100000 --seed 3 --out bench/out/small.csv
 
 What makes it realistic enough to exercise every phase of the ingestion:
 

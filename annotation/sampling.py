@@ -1,0 +1,93 @@
+"""Stratified query sampling from search logs: the pure core of ``sample_queries`` and log upload.
+
+Chapter 7, step 1 of the method: take queries from your own logs, stratify them (head, torso,
+tail by traffic, plus the known failures pure sampling never finds), and sample a quota from
+each stratum, recording every query's inclusion probability. Three calls, in this order::
+
+    definition = StrataDefinition()                    # or StrataDefinition.from_json(stored)
+    stats = ingest_log(path, columns=ColumnMap.parse("query=q"), definition=definition,
+                       on_progress=lambda fraction, message: ...)
+    strata = stratify(stats, definition)               # table, chart data, labels
+    sample = sample_queries(stats, strata, quotas=DEFAULT_QUOTAS, seed=7,
+                            weighted=False, exclude=already_in_project)
+
+- :mod:`annotation.sampling_ingest`: DuckDB ingestion (formats, sessions, signals, privacy),
+  with its SQL in :mod:`annotation.sampling_sql`;
+- :mod:`annotation.sampling_stats`: the per-query statistics it returns and persists;
+- :mod:`annotation.sampling_strata`: the strata definition and the stratification;
+- :mod:`annotation.sampling_draw`: quotas and the within-stratum draws;
+- :mod:`annotation.sampling_text`: normalisation and the personal-data screen;
+- :mod:`annotation.sampling_source`: what a log file is and how each field is read.
+
+Pure core: no Django; it is what the Django side, the command, the tests and the benchmark
+call.
+"""
+
+from __future__ import annotations
+
+from .sampling_draw import (
+    DEFAULT_QUOTAS,
+    Sample,
+    SampledQuery,
+    Signals,
+    StratumDraw,
+    inclusion_probabilities,
+    parse_quotas,
+    sample_queries,
+    systematic_pps,
+)
+from .sampling_ingest import EngineSettings, ProgressCallback, ingest_log
+from .sampling_source import FIELDS, ColumnMap, LogError, LogFormat
+from .sampling_stats import IngestReport, LogStats, PiiCount, QueryStats, load_stats
+from .sampling_strata import (
+    STRATA,
+    DefinitionError,
+    FailureRule,
+    PiiPolicy,
+    Strata,
+    StrataDefinition,
+    StratumName,
+    StratumSummary,
+    rank_frequency_points,
+    stratify,
+)
+from .sampling_text import PII_KINDS, Normalisation, PiiKind, normalise_query, pii_screen
+
+__all__ = [
+    "DEFAULT_QUOTAS",
+    "FIELDS",
+    "PII_KINDS",
+    "STRATA",
+    "ColumnMap",
+    "DefinitionError",
+    "EngineSettings",
+    "FailureRule",
+    "IngestReport",
+    "LogError",
+    "LogFormat",
+    "LogStats",
+    "Normalisation",
+    "PiiCount",
+    "PiiKind",
+    "PiiPolicy",
+    "ProgressCallback",
+    "QueryStats",
+    "Sample",
+    "SampledQuery",
+    "Signals",
+    "Strata",
+    "StrataDefinition",
+    "StratumDraw",
+    "StratumName",
+    "StratumSummary",
+    "inclusion_probabilities",
+    "ingest_log",
+    "load_stats",
+    "normalise_query",
+    "parse_quotas",
+    "pii_screen",
+    "rank_frequency_points",
+    "sample_queries",
+    "stratify",
+    "systematic_pps",
+]

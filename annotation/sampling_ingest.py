@@ -1,0 +1,461 @@
+"""A search log in, per-query statistics out: the ingestion half of query sampling.
+
+Engine: DuckDB, embedded. It reads CSV, TSV, JSON lines and Parquet (gzip too) natively and
+out of core: hash tables, sorts and temporary tables spill to a private directory beyond a
+memory limit, so a log larger than RAM is read in bounded memory; it parallelises every
+phase; and it is one pip dependency, not a server. pandas would need the whole log in memory
+(about three times the CSV's size), a hand-written streaming reader would need its own
+external sort for sessions. The phases (SQL in :mod:`annotation.sampling_sql`):
+
+1. **dictionary** (pass 1 over the file): distinct raw query strings and their counts, the
+   cost of a plain ``GROUP BY query``; malformed lines are skipped and counted, invalid
+   UTF-8 is repaired into a temporary copy and counted;
+2. **screening**: each distinct string (never each line) is normalised and screened for
+   personal data, and every normalised query gets a dense integer id;
+3. **events** (pass 2): every line becomes a compact row (query id, hashed session and user,
+   time, outcome flags); narrow statements then count per query, count distinct sessions
+   and users, and run one window over sessions (partitioned by session, ordered by time)
+   for each event's successor and the session's last click;
+4. **reformulations**: (query, successor) pairs within the window are tested for
+   similarity once per distinct pair.
+
+Raw rows live only in DuckDB's temporary storage and are gone when the connection closes;
+only per-query statistics are returned (and, on request, written to a DuckDB file).
+
+Definitions (per normalised query; its "events" are the log lines with that query):
+
+- ``frequency``: number of events;
+- ``sessions`` / ``users``: distinct non-empty session / user ids among its events (ids are
+  compared by their 64-bit hash; a collision is astronomically unlikely at log sizes);
+- ``zero_result_rate``: share of its events with ``result_count == 0``, over events whose
+  result count parses as a number;
+- ``reformulation_rate``: the events of a session that have a parsable timestamp are
+  ordered by (timestamp, normalised query). Event i is *reformulated* when the next event
+  i + 1 of the same session satisfies ``0 < t[i+1] - t[i] <= window`` and
+  ``q[i+1] != q[i]`` and the two queries are similar: they share at least one term
+  (whitespace-separated token of the normalised text) or their Levenshtein distance is at
+  most ``min(2, ceil(0.3 * L))`` with L the longer length (one-letter typos in short
+  queries count, unrelated two-letter queries do not). The rate is over the query's events
+  that have a session and a timestamp. The default window, 5 minutes, is long enough to read
+  a result page and come back, short enough that a new need later in the session is not
+  taken for a rephrasing;
+- ``abandonment_rate``: share of those same events after which the session has no click:
+  no event of the session with a timestamp >= t has ``clicked`` set (a click at the very
+  same second counts as after);
+- a rate is null (NaN in arrays) when the log lacks a column it needs, or when none of the
+  query's events has the needed values. Blank queries are dropped (and counted).
+
+Pure core: no Django.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from .sampling_source import (
+    ColumnMap,
+    LogError,
+    LogFormat,
+    Source,
+    describe,
+    field_sql,
+    is_encoding_error,
+    locate,
+    sql_string,
+    transcode,
+)
+from .sampling_sql import (
+    NORMALISE_UDF,
+    events_sql,
+    per_query_sql,
+    raw_ids_sql,
+    reform_sql,
+    screen_sql,
+    stats_columns,
+    stats_sql,
+)
+from .sampling_stats import (
+    IngestReport,
+    LogStats,
+    PiiCount,
+    fetch_stats,
+)
+from .sampling_strata import StrataDefinition
+from .sampling_text import normalise_query
+
+__all__ = ["EngineSettings", "ProgressCallback", "ingest_log"]
+
+ProgressCallback = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """DuckDB resources: the memory limit it spills beyond, threads, and where it spills.
+
+    ``threads`` None means the machine's cores, at most 4 (more threads need more memory
+    for the same work); ``temp_directory`` None means a fresh private directory that is
+    deleted afterwards.
+    """
+
+    memory_limit: str = "500MB"
+    threads: int | None = None
+    temp_directory: str | None = None
+
+
+# --------------------------------------------------------------------------- ingestion
+
+
+def ingest_log(
+    path: str | Path,
+    *,
+    columns: ColumnMap | None = None,
+    log_format: LogFormat | None = None,
+    definition: StrataDefinition | None = None,
+    database: str | Path | None = None,
+    engine: EngineSettings | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> LogStats:
+    """Read the log at ``path`` into per-query statistics (see the module docstring).
+
+    ``definition`` supplies the normalisation, the reformulation window and the PII policy.
+    With ``database`` the statistics are also written to that DuckDB file (tables
+    ``query_stats`` and ``ingest_report``; :func:`load_stats` reads them back).
+    ``on_progress(fraction, message)`` is called from the calling thread, at least every
+    half second during the long phases; an exception it raises interrupts the ingestion.
+    Raises :class:`LogError` for a log that cannot be read as asked.
+    """
+    rule = definition or StrataDefinition()
+    settings = engine or EngineSettings()
+    try:
+        return _ingest(Path(path), columns, log_format, rule, database, settings, on_progress)
+    except duckdb.OutOfMemoryException as error:
+        raise LogError(
+            f"{path}: the log needs more memory than the limit of {settings.memory_limit} "
+            f"allows even with spilling to disk ({_first_line_of(error)}); raise the limit"
+        ) from None
+
+
+def _ingest(
+    path: Path,
+    columns: ColumnMap | None,
+    log_format: LogFormat | None,
+    rule: StrataDefinition,
+    database: str | Path | None,
+    settings: EngineSettings,
+    on_progress: ProgressCallback | None,
+) -> LogStats:
+    started = time.perf_counter()
+    with _Connection(settings, database, rule) as (con, workdir):
+        run = _Runner(con, on_progress)
+        run.report(0.0, "reading the log")
+        source = _describe_or_repair(con, path, log_format, workdir)
+        fields, used = field_sql(source, columns or ColumnMap())
+        found = source.columns
+        if source.log_format == "jsonl":
+            # JSON objects can be large: parse only the keys that are used.
+            source = replace(source, columns=tuple(used.values()))
+        source, rejects = _dictionary(con, run, source, fields["query"], workdir)
+        screened = _screen(con, run, rule)
+        _events(con, run, source, fields, used, rule)
+        for statement in reform_sql():
+            run(statement, 0.88, 0.96, "testing reformulations")
+        run(stats_sql(fields), 0.96, 0.99, "summarising")
+        report = _report(
+            con, replace(source, columns=found), used, rejects, screened, rule, started
+        )
+        # Ids follow query-text order: sorting integers spares sorting a million strings.
+        stats = fetch_stats(con, "_stats", "nid", set(stats_columns(fields)), report)
+        if database is not None:
+            _persist(con, report)
+        run.report(1.0, f"{len(stats)} distinct queries")
+        return stats
+
+
+class _Runner:
+    """Runs one SQL statement at a time, reporting DuckDB's progress through the callback.
+
+    The statement runs on a worker thread while this thread polls ``query_progress`` and
+    calls the callback, so the callback never runs on a foreign thread (Django's ORM, for
+    one, keeps a connection per thread).
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, callback: ProgressCallback | None) -> None:
+        self.con = con
+        self.callback = callback
+        self.reached = 0.0
+
+    def report(self, fraction: float, message: str) -> None:
+        """Report progress; it never goes backwards, whatever the phases' estimates."""
+        self.reached = min(max(fraction, self.reached), 1.0)
+        if self.callback is not None:
+            self.callback(self.reached, message)
+
+    def __call__(self, sql: str, start: float, end: float, message: str) -> None:
+        if self.callback is None:
+            self.con.execute(sql)
+            return
+        self.report(start, message)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            future = pool.submit(self.con.execute, sql)
+            while True:
+                try:
+                    future.result(timeout=0.5)
+                    return
+                except concurrent.futures.TimeoutError:
+                    self._poll(start, end, message)
+
+    def _poll(self, start: float, end: float, message: str) -> None:
+        done = self.con.query_progress()
+        fraction = start + (end - start) * (done / 100.0 if done >= 0 else 0.0)
+        try:
+            self.report(fraction, message)
+        except BaseException:
+            # Stop DuckDB before the exception leaves: the pool waits for the statement.
+            self.con.interrupt()
+            raise
+
+
+class _Connection:
+    """A private DuckDB connection and working directory, both gone on exit."""
+
+    def __init__(
+        self, engine: EngineSettings, database: str | Path | None, rule: StrataDefinition
+    ) -> None:
+        self.engine = engine
+        self.database = database
+        self.rule = rule
+
+    def __enter__(self) -> tuple[duckdb.DuckDBPyConnection, Path]:
+        self.workdir = Path(tempfile.mkdtemp(prefix="assay-log-", dir=self.engine.temp_directory))
+        self.con = duckdb.connect(str(self.database) if self.database else ":memory:")
+        threads = self.engine.threads or min(os.cpu_count() or 1, 4)
+        for statement in (
+            f"SET memory_limit = {sql_string(self.engine.memory_limit)}",
+            f"SET threads = {int(threads)}",
+            f"SET temp_directory = {sql_string(str(self.workdir / 'spill'))}",
+            # Row order of intermediate results is never relied on: let DuckDB drop it.
+            "SET preserve_insertion_order = false",
+            # Naive timestamps are read as UTC; only differences within a session matter.
+            "SET TimeZone = 'UTC'",
+            "SET enable_progress_bar = true",
+            "SET enable_progress_bar_print = false",
+        ):
+            self.con.execute(statement)
+        normalisation = self.rule.normalisation
+        self.con.create_function(
+            NORMALISE_UDF,
+            lambda text: normalise_query(text, normalisation),
+            [duckdb.string_type()],
+            duckdb.string_type(),
+            side_effects=False,
+        )
+        return self.con, self.workdir
+
+    def __exit__(self, *exc: object) -> None:
+        self.con.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- phases
+
+
+def _describe_or_repair(
+    con: duckdb.DuckDBPyConnection, path: Path, log_format: LogFormat | None, workdir: Path
+) -> Source:
+    source = locate(path, log_format)
+    try:
+        return describe(con, source)
+    except duckdb.OutOfMemoryException:
+        raise
+    except duckdb.Error as error:
+        if not is_encoding_error(error):
+            raise LogError(f"{path}: {_first_line_of(error)}") from None
+    # DuckDB's sniffer itself tripped over invalid UTF-8: repair first, then look again.
+    return describe(con, transcode(source, workdir))
+
+
+def _dictionary(
+    con: duckdb.DuckDBPyConnection, run: _Runner, source: Source, query_sql: str, workdir: Path
+) -> tuple[Source, dict[str, int]]:
+    """Pass 1: distinct raw queries and their counts (repairing invalid UTF-8 if met)."""
+    sql = (
+        f"CREATE OR REPLACE TEMP TABLE _raw AS SELECT {query_sql} AS raw, count(*) AS n "
+        f"FROM {source.relation(store_rejects=True)} GROUP BY ALL"
+    )
+    try:
+        run(sql, 0.02, 0.35, "counting distinct queries")
+        rejects = _rejects(con, source)
+    except duckdb.OutOfMemoryException:
+        raise
+    except duckdb.Error as error:
+        if source.invalid_utf8_lines or not is_encoding_error(error):
+            raise LogError(f"{source.original}: {_first_line_of(error)}") from None
+        rejects = {"INVALID ENCODING": 1}
+    if rejects.get("INVALID ENCODING") and not source.invalid_utf8_lines:
+        repaired = describe(con, transcode(source, workdir))
+        return _dictionary(con, run, repaired, query_sql, workdir)
+    if _one(con, "SELECT coalesce(sum(n), 0) FROM _raw")[0] == 0:
+        raise LogError(f"{source.original}: no rows after the header")
+    return source, rejects
+
+
+def _rejects(con: duckdb.DuckDBPyConnection, source: Source) -> dict[str, int]:
+    if source.log_format not in ("csv", "tsv"):
+        return {}
+    rows = con.execute(
+        "SELECT CAST(error_type AS VARCHAR), count(DISTINCT line) FROM reject_errors GROUP BY ALL"
+    ).fetchall()
+    return {str(kind): int(count) for kind, count in rows}
+
+
+def _first_line_of(error: Exception) -> str:
+    return str(error).strip().splitlines()[0]
+
+
+@dataclass(frozen=True)
+class _Screened:
+    """What normalising and screening the distinct queries found."""
+
+    rows: int
+    blank: int
+    distinct_raw: int
+    distinct_queries: int
+    pii: tuple[PiiCount, ...]
+    pii_excluded_events: int
+
+
+def _screen(con: duckdb.DuckDBPyConnection, run: _Runner, rule: StrataDefinition) -> _Screened:
+    """Normalise, screen and number the distinct queries; map raw strings to query ids."""
+    for statement in screen_sql(rule.normalisation, rule.pii):
+        run(statement, 0.35, 0.43, "normalising and screening queries")
+    screened = _screen_counts(con, rule)
+    by_hash = _one(con, "SELECT count(DISTINCT hash(raw)) = count(*) FROM _keyed")[0]
+    run(raw_ids_sql(bool(by_hash)), 0.43, 0.45, "numbering queries")
+    con.execute("DROP TABLE _keyed")
+    con.execute("DROP TABLE _raw")
+    return screened
+
+
+def _screen_counts(con: duckdb.DuckDBPyConnection, rule: StrataDefinition) -> _Screened:
+    rows, null_queries, distinct_raw = _one(
+        con,
+        """SELECT coalesce(sum(n), 0), coalesce(sum(n) FILTER (WHERE raw IS NULL), 0),
+                  count(*) FILTER (WHERE raw IS NOT NULL) FROM _raw""",
+    )
+    (blank,) = _one(con, "SELECT coalesce(sum(n), 0) FROM _keyed WHERE norm = ''")
+    (distinct,) = _one(con, "SELECT count(*) FROM _norms WHERE NOT excluded")
+    found = con.execute(
+        """SELECT pii, count(DISTINCT norm), sum(n) FROM _keyed
+           WHERE pii IS NOT NULL GROUP BY pii ORDER BY pii"""
+    ).fetchall()
+    pii = tuple(PiiCount(kind, int(queries), int(events)) for kind, queries, events in found)
+    if distinct == 0:
+        raise LogError("no queries left: every query is blank or looks like personal data")
+    excluded = sum(count.events for count in pii) if rule.pii == "exclude" else 0
+    return _Screened(
+        int(rows), int(null_queries + blank), int(distinct_raw), int(distinct), pii, excluded
+    )
+
+
+def _events(
+    con: duckdb.DuckDBPyConnection,
+    run: _Runner,
+    source: Source,
+    fields: Mapping[str, str],
+    used: Mapping[str, str],
+    rule: StrataDefinition,
+) -> None:
+    """Pass 2 and the per-query aggregations; the raw-string map goes once events have ids."""
+    by_hash = "raw_hash" in {row[0] for row in con.execute("DESCRIBE _raw_ids").fetchall()}
+    run(events_sql(source, fields, used, by_hash), 0.45, 0.65, "reading events")
+    con.execute("DROP TABLE _raw_ids")
+    for statement in per_query_sql(fields, rule.reformulation_window):
+        run(statement, 0.65, 0.88, "following sessions")
+
+
+def _one(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
+    row = con.execute(sql).fetchone()
+    assert row is not None  # aggregate queries always return one row
+    return tuple(row)
+
+
+def _report(
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    used: Mapping[str, str],
+    rejects: Mapping[str, int],
+    screened: _Screened,
+    rule: StrataDefinition,
+    started: float,
+) -> IngestReport:
+    bad_ts, max_ts = _one(con, "SELECT coalesce(sum(bad_ts), 0), max(max_ts) FROM _per_query")
+    (events,) = _one(con, "SELECT coalesce(sum(frequency), 0) FROM _stats")
+    malformed = sum(count for kind, count in rejects.items() if kind != "INVALID ENCODING")
+    return IngestReport(
+        path=str(source.original),
+        log_format=source.log_format,
+        columns_found=source.columns,
+        columns_used=dict(used),
+        rows=screened.rows,
+        events=int(events),
+        malformed_rows=malformed,
+        invalid_utf8_lines=source.invalid_utf8_lines,
+        blank_queries=screened.blank,
+        unparsed_timestamps=int(bad_ts),
+        distinct_raw_queries=screened.distinct_raw,
+        distinct_queries=screened.distinct_queries,
+        pii_policy=rule.pii,
+        pii=screened.pii,
+        pii_excluded_events=screened.pii_excluded_events,
+        warnings=_warnings(source, used, malformed, int(bad_ts), max_ts),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _warnings(
+    source: Source, used: Mapping[str, str], malformed: int, bad_ts: int, max_ts: float | None
+) -> tuple[str, ...]:
+    notes = []
+    if "session_id" not in used or "timestamp" not in used:
+        notes.append(
+            "no session_id or no timestamp column: reformulation and abandonment rates are null"
+        )
+    elif "clicked" not in used:
+        notes.append("no clicked column: abandonment rates are null")
+    if "result_count" not in used:
+        notes.append("no result_count column: zero-result rates are null")
+    if malformed:
+        notes.append(f"{malformed} malformed line(s) skipped (wrong number of fields or quoting)")
+    if source.invalid_utf8_lines:
+        notes.append(
+            f"{source.invalid_utf8_lines} line(s) with invalid UTF-8: bytes replaced by U+FFFD"
+        )
+    if bad_ts:
+        notes.append(f"{bad_ts} timestamp(s) could not be parsed and were treated as missing")
+    if max_ts is not None and not math.isnan(max_ts) and max_ts > 1e11:
+        notes.append(
+            "timestamps look like milliseconds: numeric timestamps are read as epoch seconds, "
+            "so the reformulation window is effectively 1000 times shorter"
+        )
+    return tuple(notes)
+
+
+def _persist(con: duckdb.DuckDBPyConnection, report: IngestReport) -> None:
+    con.execute(
+        "CREATE OR REPLACE TABLE query_stats AS SELECT * EXCLUDE (nid) FROM _stats ORDER BY nid"
+    )
+    con.execute("CREATE OR REPLACE TABLE ingest_report (report VARCHAR)")
+    con.execute("INSERT INTO ingest_report VALUES (?)", [json.dumps(report.to_dict())])
+    con.execute("CHECKPOINT")

@@ -1,0 +1,419 @@
+"""Finding out what a log file is, and how DuckDB should read each field of it.
+
+Format comes from the extension (``.gz`` stripped) unless given; gzip from the magic bytes;
+the CSV delimiter from the header line (``,`` ``\\t`` ``;`` or ``|``, whichever it holds
+most of; TSV is always tab-separated and unquoted). Column names and sniffed types come from
+DuckDB. Every field becomes one SQL expression over the raw column, chosen by the column's
+type, so that a timestamp may be ISO 8601 text or epoch seconds and ``clicked`` may be a
+flag, a click count, a clicked position or a clicked URL.
+
+Pure core: no Django.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Literal, cast
+
+import duckdb
+
+__all__ = [
+    "FIELDS",
+    "ColumnMap",
+    "Field",
+    "LogError",
+    "LogFormat",
+    "Source",
+    "describe",
+    "field_sql",
+    "identifier",
+    "is_encoding_error",
+    "locate",
+    "resolve_source",
+    "sql_string",
+    "transcode",
+]
+
+LogFormat = Literal["csv", "tsv", "jsonl", "parquet"]
+Field = Literal["query", "timestamp", "session_id", "user_id", "result_count", "clicked"]
+FIELDS: tuple[Field, ...] = (
+    "query",
+    "timestamp",
+    "session_id",
+    "user_id",
+    "result_count",
+    "clicked",
+)
+_EXTENSIONS: Mapping[str, LogFormat] = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+_DELIMITERS = (",", "\t", ";", "|")
+# A one-column CSV must not split queries that contain commas: read it with a delimiter
+# that never occurs in text (the ASCII unit separator).
+_NO_DELIMITER = "\x1f"
+_GZIP_MAGIC = b"\x1f\x8b"
+_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL")
+_TEMPORAL = ("TIMESTAMP", "DATE")
+_FALSE_WORDS = "('', 'false', 'f', 'no', 'n', 'none', 'null', 'nan', '-')"
+
+
+class LogError(ValueError):
+    """The log cannot be read as asked; the message says why and what was found."""
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which log column holds which field.
+
+    Defaults are the names of the public contract (``query``, ``timestamp``, ``session_id``,
+    ``user_id``, ``result_count``, ``clicked``). ``query`` is required. An optional field
+    whose default column is missing is simply unavailable (its signals become null); an
+    optional field the caller mapped explicitly must exist.
+    """
+
+    names: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.names) - set(FIELDS))
+        if unknown:
+            raise LogError(
+                f"unknown field(s) {', '.join(unknown)} in the column mapping; "
+                f"fields are {', '.join(FIELDS)}"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> ColumnMap:
+        """Parse ``query=q,session_id=sid`` (field=column, comma separated)."""
+        names: dict[str, str] = {}
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            name, sep, column = item.partition("=")
+            if not sep or not column.strip():
+                raise LogError(f"column mapping {item!r} is not field=column")
+            names[name.strip()] = column.strip()
+        return cls(names)
+
+    def column(self, name: Field) -> str:
+        return self.names.get(name, name)
+
+    def explicit(self, name: Field) -> bool:
+        return name in self.names
+
+
+@dataclass(frozen=True)
+class Source:
+    """A resolved log file: how to read it, and what DuckDB found in it.
+
+    ``path`` is what DuckDB reads: the original file, or a repaired UTF-8 copy when the
+    original had invalid byte sequences (``invalid_utf8_lines`` counts the lines affected).
+    ``types`` are the sniffed column types; text formats are read as text and converted
+    field by field, so a malformed value becomes null instead of costing its row.
+    """
+
+    original: Path
+    path: Path
+    log_format: LogFormat
+    gzipped: bool
+    delimiter: str | None
+    columns: tuple[str, ...] = ()
+    types: Mapping[str, str] | None = None
+    invalid_utf8_lines: int = 0
+
+    def relation(self, *, store_rejects: bool = False) -> str:
+        """The DuckDB table function reading this file (JSON: only the ``columns`` listed).
+
+        CSV and TSV are read with the header this module parsed and every column as text:
+        no sniffing, so that a few broken lines cannot make DuckDB give up on the dialect.
+        """
+        path = sql_string(str(self.path))
+        compression = "'gzip'" if self.gzipped else "'none'"
+        if self.log_format == "parquet":
+            return f"read_parquet({path})"
+        columns = ", ".join(f"{sql_string(name)}: 'VARCHAR'" for name in self.columns)
+        if self.log_format == "jsonl":
+            return (
+                f"read_json({path}, format='newline_delimited', compression={compression}, "
+                f"columns={{{columns}}})"
+            )
+        return (
+            f"read_csv({path}, {self._dialect()}, compression={compression}, "
+            f"auto_detect=false, columns={{{columns}}}, ignore_errors=true, "
+            f"store_rejects={str(store_rejects).lower()})"
+        )
+
+    def _dialect(self) -> str:
+        delimiter = sql_string(self.delimiter or ",")
+        if self.log_format == "tsv":
+            # TSV logs are not quoted: a query starting with " must stay as typed.
+            return f"header=true, delim={delimiter}, quote='', escape=''"
+        return f"header=true, delim={delimiter}, quote='\"', escape='\"'"
+
+    def sniff_relation(self) -> str:
+        """The file with DuckDB's type detection on, to learn each column's likely type."""
+        path = sql_string(str(self.path))
+        compression = "'gzip'" if self.gzipped else "'none'"
+        if self.log_format == "parquet":
+            return f"read_parquet({path})"
+        if self.log_format == "jsonl":
+            return f"read_json({path}, format='newline_delimited', compression={compression})"
+        return f"read_csv({path}, {self._dialect()}, compression={compression}, ignore_errors=true)"
+
+
+def sql_string(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def resolve_source(
+    con: duckdb.DuckDBPyConnection, path: Path, log_format: LogFormat | None
+) -> Source:
+    """Format, compression and delimiter of ``path``, and its columns as DuckDB sees them."""
+    return describe(con, locate(path, log_format))
+
+
+def locate(path: Path, log_format: LogFormat | None) -> Source:
+    """Format, compression and delimiter of ``path``, from its name and first bytes."""
+    if not path.is_file():
+        raise LogError(f"{path}: no such file")
+    with path.open("rb") as probe:
+        gzipped = probe.read(2) == _GZIP_MAGIC
+    chosen = log_format or _format_from_name(path)
+    if chosen == "parquet" and gzipped:
+        raise LogError(f"{path}: a gzipped Parquet file; Parquet compresses itself, unzip it")
+    delimiter = None
+    columns: tuple[str, ...] = ()
+    if chosen != "parquet":
+        first = _first_line(path, gzipped)
+        if first is None:
+            raise LogError(f"{path}: the file is empty")
+        if chosen == "tsv":
+            delimiter = "\t"
+        elif chosen == "csv":
+            delimiter = _guess_delimiter(first)
+        if delimiter is not None:
+            columns = _header(path, first, delimiter, quoted=chosen == "csv")
+    return Source(path, path, chosen, gzipped, delimiter, columns)
+
+
+def _header(path: Path, line: str, delimiter: str, quoted: bool) -> tuple[str, ...]:
+    if quoted:
+        names = next(csv.reader([line], delimiter=delimiter))
+    else:
+        names = next(csv.reader([line], delimiter=delimiter, quoting=csv.QUOTE_NONE))
+    names = [name.strip() or f"column{i}" for i, name in enumerate(names)]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise LogError(f"{path}: duplicate column name(s) in the header: {', '.join(duplicates)}")
+    return tuple(names)
+
+
+def describe(con: duckdb.DuckDBPyConnection, source: Source) -> Source:
+    """Fill in the columns (JSON, Parquet) and the sniffed column types of ``source``.
+
+    For CSV and TSV the header is already known; types are only hints there, so a file
+    DuckDB's sniffer cannot make sense of is still read, with every column as text.
+    """
+    try:
+        rows = con.execute(f"DESCRIBE SELECT * FROM {source.sniff_relation()}").fetchall()
+    except duckdb.Error as error:
+        if source.log_format not in ("csv", "tsv") or is_encoding_error(error):
+            raise
+        return replace(source, types={})
+    types = {str(r[0]): str(r[1]) for r in rows}
+    if source.log_format in ("csv", "tsv"):
+        return replace(source, types=types)
+    return replace(source, columns=tuple(types), types=types)
+
+
+def _format_from_name(path: Path) -> LogFormat:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes.pop()
+    if suffixes and suffixes[-1] in _EXTENSIONS:
+        return _EXTENSIONS[suffixes[-1]]
+    known = ", ".join(sorted(_EXTENSIONS))
+    raise LogError(
+        f"{path}: cannot tell the format from the file name (known: {known}, optionally "
+        "followed by .gz); name the format (csv, tsv, jsonl or parquet)"
+    )
+
+
+def _open(path: Path, gzipped: bool) -> IO[bytes]:
+    # The caller closes the stream; it is a context manager either way.
+    return cast(IO[bytes], gzip.open(path, "rb")) if gzipped else path.open("rb")
+
+
+def _first_line(path: Path, gzipped: bool) -> str | None:
+    """The first non-blank line (byte-order mark removed), or None for an empty file."""
+    try:
+        with _open(path, gzipped) as stream:
+            for raw in stream:
+                line = raw.decode("utf-8", errors="replace").lstrip("\ufeff").strip("\r\n")
+                if line.strip():
+                    return line
+    except (OSError, EOFError) as error:
+        raise LogError(f"{path}: cannot read it ({error})") from None
+    return None
+
+
+def _guess_delimiter(header: str) -> str:
+    counts = {candidate: header.count(candidate) for candidate in _DELIMITERS}
+    best = max(_DELIMITERS, key=lambda candidate: counts[candidate])
+    return best if counts[best] else _NO_DELIMITER
+
+
+def is_encoding_error(error: Exception) -> bool:
+    """Whether a DuckDB error is about bytes that are not UTF-8."""
+    text = str(error).lower()
+    return any(sign in text for sign in ("invalid unicode", "invalid utf-8", "not utf-8 encoded"))
+
+
+def transcode(source: Source, directory: Path) -> Source:
+    """A copy of the log with invalid UTF-8 replaced by U+FFFD; lines affected are counted.
+
+    Only called when DuckDB reported invalid UTF-8, so the common case pays nothing. The
+    copy is uncompressed and lives in the ingestion's private temporary directory.
+    """
+    target = directory / "repaired.log"
+    damaged = 0
+    with _open(source.original, source.gzipped) as stream, target.open("wb") as out:
+        for line in stream:
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                damaged += 1
+                line = line.decode("utf-8", errors="replace").encode("utf-8")
+            out.write(line)
+    return replace(source, path=target, gzipped=False, invalid_utf8_lines=damaged)
+
+
+# --------------------------------------------------------------------------- fields
+
+
+def field_sql(source: Source, mapping: ColumnMap) -> tuple[dict[str, str], dict[str, str]]:
+    """SQL per available field, and field -> column used; missing columns are errors here."""
+    _check_columns(source, mapping)
+    expressions: dict[str, str] = {}
+    used: dict[str, str] = {}
+    for name in FIELDS:
+        column = mapping.column(name)
+        if column not in source.columns:
+            continue
+        expressions[name] = _FIELD_BUILDERS[name](identifier(column), *_types(source, column))
+        used[name] = column
+    return expressions, used
+
+
+def _check_columns(source: Source, mapping: ColumnMap) -> None:
+    missing = [
+        f"{name} (column {mapping.column(name)!r})"
+        for name in FIELDS
+        if (name == "query" or mapping.explicit(name))
+        and mapping.column(name) not in source.columns
+    ]
+    if not missing:
+        return
+    found = ", ".join(repr(c) for c in source.columns) or "none"
+    message = f"{source.original}: missing {'; '.join(missing)}. Columns found: {found}."
+    raise LogError(message + _delimiter_hint(source))
+
+
+def _delimiter_hint(source: Source) -> str:
+    if source.log_format not in ("csv", "tsv") or len(source.columns) != 1:
+        return ""
+    (only,) = source.columns
+    seen = [d for d in _DELIMITERS if d in only and d != source.delimiter]
+    if not seen:
+        return ""
+    shown = "tab" if seen[0] == "\t" else repr(seen[0])
+    other = "tsv" if seen[0] == "\t" else "csv"
+    return (
+        f" The header holds {shown} characters: the file looks {shown}-separated, not "
+        f"{source.log_format.upper()}; read it as {other}."
+    )
+
+
+def _types(source: Source, column: str) -> tuple[str, str]:
+    """(type the column is read as, type DuckDB sniffed for it)."""
+    hint = (source.types or {}).get(column, "VARCHAR").upper()
+    read = hint if source.log_format == "parquet" else "VARCHAR"
+    return read, hint
+
+
+def _is(kind: Sequence[str], type_name: str) -> bool:
+    return any(type_name.startswith(prefix) for prefix in kind)
+
+
+def _text(column: str, read: str) -> str:
+    return column if read == "VARCHAR" else f"CAST({column} AS VARCHAR)"
+
+
+def _query_sql(column: str, read: str, hint: str) -> str:
+    return _text(column, read)
+
+
+def _id_sql(column: str, read: str, hint: str) -> str:
+    # Ids are hashed: 8 bytes to sort and compare instead of an arbitrary string.
+    text = _text(column, read)
+    return f"CASE WHEN {text} IS NULL OR {text} = '' THEN NULL ELSE hash({text}) END"
+
+
+def _timestamp_sql(column: str, read: str, hint: str) -> str:
+    if _is(_TEMPORAL, read):
+        return f"epoch({column})"
+    if _is(_NUMERIC, read):
+        return f"CAST({column} AS DOUBLE)"
+    number = f"TRY_CAST({column} AS DOUBLE)"
+    instant = f"epoch(TRY_CAST({column} AS TIMESTAMPTZ))"
+    if _is(_NUMERIC, hint):
+        return number
+    if _is(_TEMPORAL, hint):
+        return instant
+    return f"coalesce({number}, {instant})"
+
+
+def _count_sql(column: str, read: str, hint: str) -> str:
+    return f"CAST({column} AS DOUBLE)" if _is(_NUMERIC, read) else f"TRY_CAST({column} AS DOUBLE)"
+
+
+def _clicked_sql(column: str, read: str, hint: str) -> str:
+    """True for a click: a true flag, a positive count or position, or any other non-empty text.
+
+    Text that is not a number counts as a click unless it is a "no" word, so a column of
+    clicked URLs (empty when nothing was clicked) works as is.
+    """
+    if read == "BOOLEAN":
+        return f"coalesce({column}, false)"
+    if _is(_NUMERIC, read):
+        return f"coalesce({column} > 0, false)"
+    number = f"TRY_CAST({column} AS DOUBLE)"
+    if _is(_NUMERIC, hint):
+        return f"coalesce({number} > 0, false)"
+    return (
+        f"CASE WHEN {column} IS NULL THEN false WHEN {number} IS NOT NULL THEN {number} > 0 "
+        f"ELSE lower(trim({column})) NOT IN {_FALSE_WORDS} END"
+    )
+
+
+_FIELD_BUILDERS = {
+    "query": _query_sql,
+    "timestamp": _timestamp_sql,
+    "session_id": _id_sql,
+    "user_id": _id_sql,
+    "result_count": _count_sql,
+    "clicked": _clicked_sql,
+}

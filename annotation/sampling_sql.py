@@ -1,0 +1,242 @@
+"""The SQL of ingestion, one builder per phase; :mod:`annotation.sampling_ingest` runs them.
+
+Tables, in the order they appear (all TEMP, dropped as soon as the next phase no longer
+needs them, so that memory holds one phase's data at a time):
+
+- ``_raw(raw, n)``: distinct raw query strings and their counts (pass 1);
+- ``_keyed(raw, n, norm, pii, query)``: each raw string normalised and screened;
+- ``_norms(nid, query, pii, excluded)``: one row and a dense id per normalised query;
+- ``_raw_ids(raw_hash, nid)``: raw string (by its hash) to query id;
+- ``_events``: one compact row per log line (pass 2), read by narrow statements into
+  ``_plain`` (counts), ``_sessions`` and ``_users`` (distinct counts) and ``_seq`` (the
+  session window), which become ``_per_query`` and ``_pairs(nid, next_nid, n)``;
+- ``_terms(nid, term)``, ``_alike(nid, next_nid)``, ``_reform(nid, reformulated)``;
+- ``_stats``: the result.
+
+Pure core: no Django.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .sampling_source import Source, identifier
+from .sampling_strata import PiiPolicy
+from .sampling_text import Normalisation, mask_sql, normalise_sql, pii_kind_sql
+
+__all__ = [
+    "NORMALISE_UDF",
+    "events_sql",
+    "per_query_sql",
+    "raw_ids_sql",
+    "reform_sql",
+    "screen_sql",
+    "stats_columns",
+    "stats_sql",
+]
+
+NORMALISE_UDF = "assay_normalise"
+_NAN = "CAST('NaN' AS DOUBLE)"
+
+
+def screen_sql(normalisation: Normalisation, pii: PiiPolicy) -> list[str]:
+    """Normalise and screen each distinct raw string once; number the normalised queries.
+
+    A query that looks like it holds personal data is keyed by its masked text under both
+    policies, so the raw text never reaches the statistics; under ``exclude`` it keeps an id
+    (it still is somebody's next query in a session) but is left out of the output. Ids
+    follow the order of the normalised text, so they are the same whatever the log's order.
+    """
+    normalised = normalise_sql("raw", normalisation, NORMALISE_UDF)
+    excluded = "bool_or(pii IS NOT NULL)" if pii == "exclude" else "false"
+    return [
+        f"""CREATE OR REPLACE TEMP TABLE _keyed AS
+        SELECT raw, n, norm, pii,
+               CASE WHEN pii IS NULL THEN norm ELSE {mask_sql("norm")} END AS query
+        FROM (SELECT raw, n, norm, {pii_kind_sql("norm")} AS pii
+              FROM (SELECT raw, n, {normalised} AS norm FROM _raw WHERE raw IS NOT NULL))""",
+        f"""CREATE OR REPLACE TEMP TABLE _norms AS
+        SELECT CAST(row_number() OVER (ORDER BY query) AS INTEGER) AS nid, query, pii, excluded
+        FROM (SELECT query, min(pii) AS pii, {excluded} AS excluded
+              FROM _keyed WHERE norm <> '' GROUP BY query)""",
+    ]
+
+
+def raw_ids_sql(by_hash: bool) -> str:
+    """Raw string -> query id. Keyed by the 64-bit hash of the text when no two strings share
+    one (an integer join is much cheaper than a string join), else by the text itself."""
+    key = "hash(k.raw) AS raw_hash" if by_hash else "k.raw"
+    return f"""CREATE OR REPLACE TEMP TABLE _raw_ids AS
+        SELECT {key}, q.nid FROM _keyed AS k JOIN _norms AS q USING (query) WHERE k.norm <> ''"""
+
+
+def events_sql(
+    source: Source,
+    fields: Mapping[str, str],
+    used: Mapping[str, str],
+    by_hash: bool,
+) -> str:
+    """Pass 2: every event as a compact row (query id, hashed ids, time, outcome flags).
+
+    Several narrow statements read this table afterwards, which costs less than one
+    statement dragging every column through every window and aggregation.
+    """
+    query = fields["query"]
+    join = f"ids.raw_hash = hash({query})" if by_hash else f"ids.raw = {query}"
+    has_ts = f"{identifier(used['timestamp'])} IS NOT NULL" if "timestamp" in used else "false"
+    return f"""CREATE OR REPLACE TEMP TABLE _events AS
+        SELECT nid, sh, uh, ts, clk, rc IS NOT NULL AS rc_known, rc = 0 AS rc_zero,
+               has_ts_value AND ts IS NULL AS bad_ts
+        FROM (SELECT ids.nid AS nid,
+                {fields.get("session_id", "CAST(NULL AS UBIGINT)")} AS sh,
+                {fields.get("user_id", "CAST(NULL AS UBIGINT)")} AS uh,
+                {fields.get("timestamp", "CAST(NULL AS DOUBLE)")} AS ts,
+                {fields.get("result_count", "CAST(NULL AS DOUBLE)")} AS rc,
+                {fields.get("clicked", "false")} AS clk,
+                {has_ts} AS has_ts_value
+              FROM {source.relation()} AS src JOIN _raw_ids AS ids ON {join})"""
+
+
+def per_query_sql(fields: Mapping[str, str], window: float) -> list[str]:
+    """Per-query sums, distinct sessions and users, and the session sequences.
+
+    Sequences are the events with a session id and a timestamp, ordered by (timestamp,
+    query id), i.e. ties by normalised text. ``_seq`` counts, per (query, candidate
+    successor), the sequenced events and the abandoned ones; the candidate is the next
+    query of the session when it came within the window and differs.
+    """
+    return [
+        """CREATE OR REPLACE TEMP TABLE _plain AS
+        SELECT nid, count(*) AS frequency, count(*) FILTER (WHERE rc_known) AS rc_n,
+               count(*) FILTER (WHERE rc_zero) AS zero_n,
+               count(*) FILTER (WHERE bad_ts) AS bad_ts, max(ts) AS max_ts
+        FROM _events GROUP BY nid""",
+        _distinct_sql("sessions", "sh", "session_id" in fields),
+        _distinct_sql("users", "uh", "user_id" in fields),
+        _sequence_sql(window) if _sequences(fields) else _NO_SEQUENCES,
+        "DROP TABLE _events",
+        """CREATE OR REPLACE TEMP TABLE _pairs AS
+        SELECT nid, next_nid, n FROM _seq WHERE next_nid IS NOT NULL""",
+        """CREATE OR REPLACE TEMP TABLE _per_query AS
+        SELECT p.*, coalesce(s.sessions, 0) AS sessions, coalesce(u.users, 0) AS users,
+               coalesce(q.seq_n, 0) AS seq_n, coalesce(q.abandoned_n, 0) AS abandoned_n
+        FROM _plain AS p
+        LEFT JOIN _sessions AS s USING (nid)
+        LEFT JOIN _users AS u USING (nid)
+        LEFT JOIN (SELECT nid, sum(n) AS seq_n, sum(abandoned_n) AS abandoned_n
+                   FROM _seq GROUP BY nid) AS q USING (nid)""",
+        "DROP TABLE _plain",
+        "DROP TABLE _sessions",
+        "DROP TABLE _users",
+        "DROP TABLE _seq",
+    ]
+
+
+def _sequences(fields: Mapping[str, str]) -> bool:
+    return "session_id" in fields and "timestamp" in fields
+
+
+def _distinct_sql(column: str, key: str, available: bool) -> str:
+    """Distinct non-null ``key`` values per query, as table ``_<column>``."""
+    if not available:
+        return (
+            f"CREATE OR REPLACE TEMP TABLE _{column} AS "
+            f"SELECT CAST(NULL AS INTEGER) AS nid, CAST(0 AS BIGINT) AS {column} WHERE false"
+        )
+    return f"""CREATE OR REPLACE TEMP TABLE _{column} AS
+        SELECT nid, count(*) AS {column}
+        FROM (SELECT DISTINCT nid, {key} FROM _events WHERE {key} IS NOT NULL) GROUP BY nid"""
+
+
+def _sequence_sql(window: float) -> str:
+    # Abandonment compares with the session's last click: "no click at or after t" holds
+    # exactly when the last click came before t (or never), ties included.
+    return f"""CREATE OR REPLACE TEMP TABLE _seq AS
+        SELECT nid,
+               CASE WHEN next_ts - ts > 0 AND next_ts - ts <= {window!r} AND next_nid <> nid
+                    THEN next_nid END AS next_nid,
+               count(*) AS n,
+               count(*) FILTER (WHERE last_click IS NULL OR last_click < ts) AS abandoned_n
+        FROM (SELECT nid, ts, lead(nid) OVER s AS next_nid, lead(ts) OVER s AS next_ts,
+                     max(CASE WHEN clk THEN ts END) OVER (PARTITION BY sh) AS last_click
+              FROM _events WHERE sh IS NOT NULL AND ts IS NOT NULL
+              WINDOW s AS (PARTITION BY sh ORDER BY ts, nid))
+        GROUP BY ALL"""
+
+
+_NO_SEQUENCES = """CREATE OR REPLACE TEMP TABLE _seq AS
+    SELECT CAST(NULL AS INTEGER) AS nid, CAST(NULL AS INTEGER) AS next_nid,
+           CAST(0 AS BIGINT) AS n, CAST(0 AS BIGINT) AS abandoned_n WHERE false"""
+
+
+def reform_sql() -> list[str]:
+    """Which (query, successor) pairs are similar, tested once per distinct pair.
+
+    Sharing a term is a join on term hashes (terms: whitespace-separated tokens of the
+    normalised text), far cheaper than splitting both texts of every pair. Pairs sharing none
+    get the edit-distance test, bounded by ``min(2, ceil(0.3 * longer length))``, behind two
+    exact filters that spare most ``levenshtein`` calls: the lengths differ by at most 2, and
+    one of the three thirds of the first text occurs in the second (two edits cannot touch
+    all three thirds, so an untouched third survives verbatim).
+    """
+    return [
+        """CREATE OR REPLACE TEMP TABLE _terms AS
+        SELECT DISTINCT nid, hash(term) AS term
+        FROM (SELECT nid, unnest(string_split(query, ' ')) AS term FROM _norms)
+        WHERE term <> ''""",
+        """CREATE OR REPLACE TEMP TABLE _alike AS
+        SELECT DISTINCT p.nid, p.next_nid
+        FROM _pairs AS p
+        JOIN _terms AS a ON a.nid = p.nid
+        JOIN _terms AS b ON b.nid = p.next_nid AND b.term = a.term""",
+        """INSERT INTO _alike
+        SELECT p.nid, p.next_nid
+        FROM _pairs AS p
+        JOIN _norms AS a ON a.nid = p.nid
+        JOIN _norms AS b ON b.nid = p.next_nid
+        WHERE abs(length(a.query) - length(b.query)) <= 2
+          AND (contains(b.query, substr(a.query, 1, length(a.query) // 3))
+               OR contains(b.query, substr(a.query, length(a.query) // 3 + 1, length(a.query) // 3))
+               OR contains(b.query, substr(a.query, 2 * (length(a.query) // 3) + 1)))
+          AND levenshtein(a.query, b.query)
+              <= least(2, ceil(0.3 * greatest(length(a.query), length(b.query))))""",
+        """CREATE OR REPLACE TEMP TABLE _reform AS
+        SELECT nid, sum(n) AS reformulated
+        FROM _pairs SEMI JOIN (SELECT DISTINCT nid, next_nid FROM _alike) USING (nid, next_nid)
+        GROUP BY nid""",
+        "DROP TABLE _terms",
+        "DROP TABLE _alike",
+    ]
+
+
+def stats_columns(fields: Mapping[str, str]) -> list[str]:
+    """Columns of ``_stats`` (sessions / users only when the log has them)."""
+    optional = [n for n, f in (("sessions", "session_id"), ("users", "user_id")) if f in fields]
+    rates = ["zero_result_rate", "reformulation_rate", "abandonment_rate"]
+    return ["query", "frequency", *optional, *rates, "pii"]
+
+
+def stats_sql(fields: Mapping[str, str]) -> str:
+    """The result: one row per normalised query kept; ``nid`` order is query-text order."""
+    sequenced = _sequences(fields)
+    optional = "".join(
+        f"t.{n}, " for n, f in (("sessions", "session_id"), ("users", "user_id")) if f in fields
+    )
+    zero = _rate("t.zero_n", "t.rc_n", "result_count" in fields)
+    reform = _rate("coalesce(r.reformulated, 0)", "t.seq_n", sequenced)
+    abandon = _rate("t.abandoned_n", "t.seq_n", sequenced and "clicked" in fields)
+    return f"""CREATE OR REPLACE TEMP TABLE _stats AS
+        SELECT q.nid, q.query, t.frequency, {optional}
+               {zero} AS zero_result_rate, {reform} AS reformulation_rate,
+               {abandon} AS abandonment_rate, q.pii
+        FROM _per_query AS t
+        JOIN _norms AS q USING (nid)
+        LEFT JOIN _reform AS r USING (nid)
+        WHERE NOT q.excluded
+        ORDER BY q.nid"""
+
+
+def _rate(count: str, total: str, available: bool) -> str:
+    if not available:
+        return _NAN
+    return f"CASE WHEN {total} > 0 THEN {count} / {total} ELSE {_NAN} END"

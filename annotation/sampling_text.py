@@ -1,0 +1,164 @@
+"""Query text: normalisation and the privacy screen, in Python and as DuckDB SQL.
+
+Both run on *distinct* query strings only (never once per log line), so the Python path can
+afford ``unicodedata``. The SQL expressions exist so that the common case (printable ASCII)
+never leaves DuckDB; the tests check that both paths agree.
+
+Pure core: no Django.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "PII_KINDS",
+    "Normalisation",
+    "PiiKind",
+    "mask_sql",
+    "normalise_query",
+    "normalise_sql",
+    "pii_kind_sql",
+    "pii_screen",
+]
+
+
+@dataclass(frozen=True)
+class Normalisation:
+    """How raw query text becomes the query's identity.
+
+    In this order: Unicode NFKC (full-width forms, ligatures, compatibility characters fold
+    to their plain form), case folding (``str.casefold``: "Straße" and "STRASSE" meet; NFKC
+    is applied again afterwards because folding can denormalise), and whitespace (trimmed,
+    every run of Unicode whitespace becomes one space). Two log lines whose normalised texts
+    are equal count as the same query.
+    """
+
+    nfkc: bool = True
+    casefold: bool = True
+    collapse_whitespace: bool = True
+
+
+def normalise_query(text: str, normalisation: Normalisation | None = None) -> str:
+    """The normalised form of one query, exactly as ingestion computes it.
+
+    The Django side uses this to normalise queries already in a project before passing them
+    as ``exclude`` to the sampler.
+    """
+    rule = normalisation or Normalisation()
+    if rule.nfkc:
+        text = unicodedata.normalize("NFKC", text)
+    if rule.casefold:
+        text = text.casefold()
+        if rule.nfkc:
+            text = unicodedata.normalize("NFKC", text)
+    if rule.collapse_whitespace:
+        text = " ".join(text.split())
+    return text
+
+
+def normalise_sql(column: str, normalisation: Normalisation, python_udf: str) -> str:
+    """A DuckDB expression normalising ``column``.
+
+    Printable ASCII (the bulk of most logs) is normalised in SQL: NFKC is the identity on it,
+    ``lower`` equals ``casefold``, and the only whitespace is the space. Anything else goes
+    through ``python_udf`` (a vectorised registration of :func:`normalise_query`).
+    """
+    ascii_text = column
+    if normalisation.casefold:
+        ascii_text = f"lower({ascii_text})"
+    if normalisation.collapse_whitespace:
+        ascii_text = f"trim(regexp_replace({ascii_text}, ' +', ' ', 'g'))"
+    return (
+        f"CASE WHEN regexp_full_match({column}, '[ -~]*') THEN {ascii_text} "
+        f"ELSE {python_udf}({column}) END"
+    )
+
+
+# --------------------------------------------------------------------------- privacy
+
+PiiKind = Literal["url_credentials", "email", "card", "phone", "digits"]
+
+# Patterns run on *normalised* text: NFKC has already turned full-width digits and "＠" into
+# ASCII, case folding has lower-cased letters. They are RE2- and Python-compatible (no
+# look-around, no back-references) so that SQL and Python agree. The order is the order of
+# precedence: a query is reported under the first kind it matches, and masked in this
+# order so that an e-mail inside a URL is not half-masked.
+_PII_PATTERNS: tuple[tuple[PiiKind, str, str], ...] = (
+    (
+        "url_credentials",
+        # user:password@ in a URL, or a secret-looking parameter in a query string
+        r"[a-z][a-z0-9+.\-]*://[^\s/?#@:]+:[^\s/?#@]*@\S*"
+        r"|[?&;](?:password|passwd|pwd|passcode|token|access_token|refresh_token|api_key"
+        r"|apikey|secret|client_secret)=[^&\s]+",
+        "[url]",
+    ),
+    ("email", r"[a-z0-9._%+\-]+@[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.[a-z]{2,}", "[email]"),
+    (
+        "card",
+        # 4-4-4-(1..7) or 4-6-5 (Amex) digit groups separated by single spaces or dashes
+        r"\b\d{4}[ \-]\d{4}[ \-]\d{4}[ \-]\d{1,7}\b|\b\d{4}[ \-]\d{6}[ \-]\d{5}\b",
+        "[card]",
+    ),
+    (
+        "phone",
+        # +<digits and separators>, (area) number, 555-123-4567, 030 1234567
+        r"\+\d[\d \-.()/]{6,}\d"
+        r"|\(\d{2,5}\)[ \-.]?\d{2,4}[ \-.]?\d{2,5}"
+        r"|\b\d{3}[\-.]\d{3,4}[\-.]\d{4}\b"
+        r"|\b0\d{1,4}[ \-/]\d{3,4}[ \-]?\d{3,5}\b",
+        "[phone]",
+    ),
+    ("digits", r"\d{9,}", "[number]"),
+)
+PII_KINDS: tuple[PiiKind, ...] = tuple(kind for kind, _, _ in _PII_PATTERNS)
+_ANY_PII = "|".join(f"(?:{pattern})" for _, pattern, _ in _PII_PATTERNS)
+# re.ASCII makes \b, \d and \s mean what they mean in RE2.
+_COMPILED = tuple(
+    (kind, re.compile(pattern, re.ASCII), token) for kind, pattern, token in _PII_PATTERNS
+)
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def pii_kind_sql(column: str) -> str:
+    """A DuckDB expression: the first PII kind ``column`` matches, or NULL.
+
+    A single combined pattern is tried first: almost no query matches it, so the per-kind
+    tests run on a handful of rows only.
+    """
+    branches = " ".join(
+        f"WHEN regexp_matches({column}, {_sql_string(pattern)}) THEN '{kind}'"
+        for kind, pattern, _ in _PII_PATTERNS
+    )
+    return (
+        f"CASE WHEN NOT regexp_matches({column}, {_sql_string(_ANY_PII)}) THEN NULL {branches} END"
+    )
+
+
+def mask_sql(column: str) -> str:
+    """A DuckDB expression replacing every PII match in ``column`` by its placeholder."""
+    expression = column
+    for _, pattern, token in _PII_PATTERNS:
+        expression = f"regexp_replace({expression}, {_sql_string(pattern)}, '{token}', 'g')"
+    return f"trim(regexp_replace({expression}, ' +', ' ', 'g'))"
+
+
+def pii_screen(text: str) -> tuple[PiiKind | None, str]:
+    """The PII kind of normalised ``text`` (or None) and its masked form, in Python.
+
+    Ingestion uses the SQL twins of this function; it is here for callers that screen a
+    single query (and for the tests that keep both in step).
+    """
+    kind = next((kind for kind, regex, _ in _COMPILED if regex.search(text)), None)
+    if kind is None:
+        return None, text
+    masked = text
+    for _, regex, token in _COMPILED:
+        masked = regex.sub(token, masked)
+    return kind, re.sub(" +", " ", masked).strip(" ")
