@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -12,7 +13,15 @@ from django.db import transaction
 from assay.db import bulk_insert
 from pooling.trec import iter_corpus, iter_queries
 
-from .models import Document, Membership, Project, ProtocolVersion, Query, Role
+from .models import (
+    Document,
+    Membership,
+    Project,
+    ProtocolVersion,
+    Query,
+    Role,
+    empty_protocol_content,
+)
 
 
 @dataclass(frozen=True)
@@ -40,12 +49,28 @@ def membership_set(*, project: Project, user: User, role: Role) -> Membership:
 
 
 @transaction.atomic
-def protocol_publish(*, project: Project, text: str) -> ProtocolVersion:
-    """Publish a new protocol version; earlier versions stay as they were."""
+def protocol_publish(
+    *,
+    project: Project,
+    text: str,
+    content: dict[str, Any] | None = None,
+    user: User | None = None,
+) -> ProtocolVersion:
+    """Publish a new protocol version; earlier versions stay as they were.
+
+    `text` is the whole protocol as Markdown (what annotators read and what diffs compare);
+    `content` its structure (see `annotation.protocol`), empty for a text-only protocol.
+    """
     # Lock the project row so two leads publishing at once cannot take the same number.
     Project.objects.select_for_update().get(pk=project.pk)
     last = project.protocols.order_by("-number").values_list("number", flat=True).first()
-    return ProtocolVersion.objects.create(project=project, number=(last or 0) + 1, text=text)
+    return ProtocolVersion.objects.create(
+        project=project,
+        number=(last or 0) + 1,
+        text=text,
+        content=content if content is not None else empty_protocol_content(),
+        published_by=user,
+    )
 
 
 @transaction.atomic
@@ -69,8 +94,9 @@ def queries_import(*, project: Project, path: str | Path) -> ImportReport:
 
     existing = set(project.queries.values_list("qid", flat=True))
     fresh = _skip_existing(iter_queries(path), lambda q: q.qid, existing)
-    rows = ((project.pk, query.qid, query.text) for query in fresh)
-    created = bulk_insert(Query, ["project_id", "qid", "text"], rows)
+    # Imported queries belong to the single stratum ("") until a stratified sample sets one.
+    rows = ((project.pk, query.qid, query.text, "") for query in fresh)
+    created = bulk_insert(Query, ["project_id", "qid", "text", "stratum"], rows)
     return ImportReport(created=created, unchanged=fresh.skipped)
 
 

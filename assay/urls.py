@@ -6,12 +6,16 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
+from rest_framework.authtoken.views import obtain_auth_token
 
 from annotation import views as annotation_views
+from annotation import views_protocol as protocol_views
 from annotation import views_sampling
 from assay.health import healthz
 from evaluation import views as evaluation_views
+from judging import api as judging_api
 from judging import views as judging_views
+from judging import views_lead as judging_lead_views
 from pooling import views as pooling_views
 
 urlpatterns = [
@@ -21,6 +25,41 @@ urlpatterns = [
     path("p/<slug:slug>/", annotation_views.project_detail, name="project_detail"),
     path("p/<slug:slug>/judge/", judging_views.judge, name="judge"),
     path("p/<slug:slug>/judge/<int:item_id>/", judging_views.judge_submit, name="judge_submit"),
+    path("p/<slug:slug>/judge/undo/", judging_views.judge_undo, name="judge_undo"),
+    path("p/<slug:slug>/judge/release/", judging_views.judge_release, name="judge_release"),
+    path(
+        "p/<slug:slug>/judge/acknowledge/<int:number>/",
+        judging_views.judge_acknowledge,
+        name="judge_acknowledge",
+    ),
+    path("p/<slug:slug>/judging/", judging_lead_views.judging_overview, name="judging_overview"),
+    path(
+        "p/<slug:slug>/judging/queries/<int:unit_id>/",
+        judging_lead_views.unit_detail,
+        name="judging_unit",
+    ),
+    path(
+        "p/<slug:slug>/judging/items/<int:item_id>/",
+        judging_lead_views.item_history_view,
+        name="judging_item",
+    ),
+    path(
+        "p/<slug:slug>/judging/claims/<int:claim_id>/release/",
+        judging_lead_views.claim_release_view,
+        name="judging_claim_release",
+    ),
+    path(
+        "p/<slug:slug>/judging/claims/<int:claim_id>/reassign/",
+        judging_lead_views.claim_reassign_view,
+        name="judging_claim_reassign",
+    ),
+    path(
+        "p/<slug:slug>/judging/members/", judging_lead_views.member_add, name="judging_member_add"
+    ),
+    path("p/<slug:slug>/judging/policy/", judging_lead_views.policy_save, name="judging_policy"),
+    path("p/<slug:slug>/protocol/", protocol_views.protocol_detail, name="protocol_detail"),
+    path("p/<slug:slug>/protocol/diff/", protocol_views.protocol_diff_view, name="protocol_diff"),
+    path("p/<slug:slug>/protocol/edit/", protocol_views.protocol_edit, name="protocol_edit"),
     path("p/<slug:slug>/pool/", pooling_views.pool_detail, name="pool_detail"),
     path("p/<slug:slug>/pool/new/", pooling_views.pool_create, name="pool_create"),
     path("p/<slug:slug>/qrels/", evaluation_views.qrels_download, name="qrels_download"),
@@ -42,6 +81,19 @@ urlpatterns = [
         name="sample_accept",
     ),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    path("api/token/", obtain_auth_token, name="api_token"),
+    path("api/projects/<slug:slug>/queue/", judging_api.QueueView.as_view(), name="api_queue"),
+    path("api/projects/<slug:slug>/next/", judging_api.NextView.as_view(), name="api_next"),
+    path(
+        "api/projects/<slug:slug>/judgments/",
+        judging_api.JudgmentCreateView.as_view(),
+        name="api_judgments",
+    ),
+    path(
+        "api/projects/<slug:slug>/protocol/ack/",
+        judging_api.ProtocolAckView.as_view(),
+        name="api_protocol_ack",
+    ),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
 ]

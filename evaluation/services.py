@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from annotation.models import Project
-from judging.models import Judgment
+from judging.models import Judgment, Kind
 from pooling.trec import format_qrels_line
 
 
@@ -21,24 +21,44 @@ class ExportReport:
 
 
 def qrels_export(*, project: Project, out: Writer, annotator: str | None = None) -> ExportReport:
-    """Write the project's judgments as TREC qrels (`qid 0 docid grade`), sorted by qid, docid.
+    """Write the project's current grades as TREC qrels (`qid 0 docid grade`), sorted.
 
-    Until adjudication exists, a pair judged by several people takes its first judgment's grade
-    and is counted in `conflicting` when the others disagree. With `annotator`, only that
-    person's judgments are written (one qrels file per judge feeds the agreement command).
+    Judgments are append-only, so each person's current answer on a pair is their latest row;
+    only current answers that are grades count (unsure, skipped and undone items are left out).
+    Until adjudication exists, a pair graded by several people takes the grade of the person
+    who judged it first, and is counted in `conflicting` when the others' grades differ. With
+    `annotator`, only that person's grades are written (one file per judge feeds `agreement`).
     """
+    current = _current_grades(project, annotator)
+    kept: dict[tuple[str, str], int] = {}
+    conflicting = 0
+    for pair, by_judge in current.items():
+        grades = [grade for _first, grade in sorted(by_judge)]
+        kept[pair] = grades[0]
+        conflicting += len(set(grades)) > 1
+    for (qid, docid), grade in sorted(kept.items()):
+        out.write(format_qrels_line(qid, docid, grade) + "\n")
+    return ExportReport(pairs=len(kept), conflicting=conflicting)
+
+
+def _current_grades(
+    project: Project, annotator: str | None
+) -> dict[tuple[str, str], list[tuple[int, int]]]:
+    """(qid, docid) -> [(id of the judge's first row on the pair, their current grade)]."""
     judgments = Judgment.objects.filter(pool_item__pool__project=project)
     if annotator is not None:
         judgments = judgments.filter(user__username=annotator)
-    rows = judgments.order_by("created_at", "pk").values_list(
-        "pool_item__query__qid", "pool_item__document__docid", "grade"
+    rows = judgments.order_by("pk").values_list(
+        "pk", "user_id", "pool_item__query__qid", "pool_item__document__docid", "kind", "grade"
     )
-    first: dict[tuple[str, str], int] = {}
-    conflicting: set[tuple[str, str]] = set()
-    for qid, docid, grade in rows.iterator(chunk_size=5000):
-        kept = first.setdefault((qid, docid), grade)
-        if kept != grade:
-            conflicting.add((qid, docid))
-    for (qid, docid), grade in sorted(first.items()):
-        out.write(format_qrels_line(qid, docid, grade) + "\n")
-    return ExportReport(pairs=len(first), conflicting=len(conflicting))
+    first: dict[tuple[str, str, int], int] = {}
+    latest: dict[tuple[str, str, int], int | None] = {}
+    for pk, user_id, qid, docid, kind, grade in rows.iterator(chunk_size=5000):
+        key = (qid, docid, user_id)
+        first.setdefault(key, pk)
+        latest[key] = grade if kind == Kind.GRADE else None
+    current: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for (qid, docid, user_id), grade in latest.items():
+        if grade is not None:
+            current.setdefault((qid, docid), []).append((first[(qid, docid, user_id)], grade))
+    return current

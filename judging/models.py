@@ -1,12 +1,15 @@
-"""Human relevance judgments."""
+"""Work units, claims on them, and human relevance judgments (append-only)."""
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
+from django.db.models import F, Q
 
-from annotation.models import ProtocolVersion
-from pooling.models import PoolItem
+from annotation.models import Project, ProtocolVersion, Query
+from pooling.models import Pool, PoolItem
 
 
 class Grade(models.IntegerChoices):
@@ -16,29 +19,159 @@ class Grade(models.IntegerChoices):
     PERFECT = 3, "3 · Perfectly relevant"
 
 
+class JudgingPolicy(models.Model):
+    """A project's judging settings; a project without a row uses the defaults."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="judging_policy")
+    claim_idle_minutes = models.PositiveIntegerField(
+        default=30, help_text="an active claim untouched for this long goes back to the pool"
+    )
+    double_share = models.FloatField(
+        default=0.2, help_text="share of queries, per stratum, judged blind by a second person"
+    )
+
+    class Meta:
+        verbose_name_plural = "judging policies"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(double_share__gte=0) & Q(double_share__lte=1), name="share_0_to_1"
+            ),
+            models.CheckConstraint(condition=Q(claim_idle_minutes__gte=1), name="idle_at_least_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"judging policy of {self.project}"
+
+
+class WorkUnit(models.Model):
+    """One query of a pool: claimed by one annotator, or by two for blind double-judging.
+
+    `claims_taken` counts the active, assigned and finished claims; a claim is only ever taken
+    by a compare-and-set update that keeps it at or below `judges_needed`.
+    """
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="units")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField(help_text="order in which units are handed out")
+    stratum = models.CharField(max_length=32, blank=True)
+    judges_needed = models.PositiveSmallIntegerField(default=1)
+    claims_taken = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "query"], name="unit_query_once"),
+            models.UniqueConstraint(fields=["pool", "position"], name="unit_position_once"),
+            models.CheckConstraint(
+                condition=Q(judges_needed__in=[1, 2]), name="unit_judges_1_or_2"
+            ),
+            models.CheckConstraint(
+                condition=Q(claims_taken__lte=F("judges_needed")), name="claims_within_needed"
+            ),
+        ]
+        indexes = [
+            # The claim query scans open units of a pool in position order.
+            models.Index(
+                fields=["pool", "position"],
+                condition=Q(claims_taken__lt=F("judges_needed")),
+                name="unit_open",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"pool {self.pool_id} unit {self.position}"
+
+    @property
+    def is_double(self) -> bool:
+        return self.judges_needed > 1
+
+
+class ClaimState(models.TextChoices):
+    ACTIVE = "active", "working on it"
+    ASSIGNED = "assigned", "assigned by a lead, starts next"
+    DONE = "done", "finished"
+    RELEASED = "released", "released"
+    EXPIRED = "expired", "expired (idle)"
+
+
+# States that hold a place on the unit (counted in WorkUnit.claims_taken).
+HOLDING = (ClaimState.ACTIVE, ClaimState.ASSIGNED, ClaimState.DONE)
+
+
+class Claim(models.Model):
+    """One annotator's hold on one work unit. A released or expired claim can be re-activated."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="claims")
+    unit = models.ForeignKey(WorkUnit, on_delete=models.CASCADE, related_name="claims")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    state = models.CharField(max_length=16, choices=ClaimState.choices, default=ClaimState.ACTIVE)
+    claimed_at = models.DateTimeField()
+    touched_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["unit", "user"], name="claim_unit_once_per_user"),
+            # Two tabs claiming at once cannot both win: the second insert fails.
+            models.UniqueConstraint(
+                fields=["pool", "user"], condition=Q(state="active"), name="one_active_claim"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["user", "state"], name="claim_user_state"),
+            models.Index(
+                fields=["pool", "touched_at"], condition=Q(state="active"), name="claim_idle"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.state} {self.unit}"
+
+
+class Kind(models.TextChoices):
+    GRADE = "grade", "grade"
+    UNSURE = "unsure", "unsure"
+    SKIP = "skip", "skipped"
+    UNDO = "undo", "undone"
+
+
 class Judgment(models.Model):
-    """One person's grade for one pool item. Rows are never updated in place."""
+    """One answer of one person on one pool item. Rows are only ever added, never changed.
+
+    A person's current answer on an item is their latest row; an `undo` row makes the item
+    unjudged again. `idempotency_key` is rendered with the item, so a double click, a retried
+    request or a flaky connection cannot store the same answer twice.
+    """
 
     pool_item = models.ForeignKey(PoolItem, on_delete=models.CASCADE, related_name="judgments")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments"
     )
-    grade = models.PositiveSmallIntegerField(choices=Grade.choices)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.GRADE)
+    grade = models.PositiveSmallIntegerField(choices=Grade.choices, null=True, blank=True)
+    note = models.TextField(blank=True)
     protocol = models.ForeignKey(
         ProtocolVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="judgments"
     )
-    seconds_spent = models.FloatField(help_text="time from showing the item to the grade")
+    seconds_spent = models.FloatField(help_text="time from showing the item to the answer")
+    idempotency_key = models.UUIDField(default=uuid.uuid4, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["created_at", "pk"]
         constraints = [
-            models.UniqueConstraint(fields=["pool_item", "user"], name="one_judgment_per_judge"),
-            models.CheckConstraint(condition=models.Q(grade__lte=3), name="grade_0_to_3"),
+            models.CheckConstraint(condition=Q(grade__lte=3), name="grade_0_to_3"),
             models.CheckConstraint(
-                condition=models.Q(seconds_spent__gte=0), name="seconds_not_negative"
+                condition=Q(kind="grade", grade__isnull=False)
+                | (~Q(kind="grade") & Q(grade__isnull=True)),
+                name="grade_iff_kind_grade",
             ),
+            models.CheckConstraint(condition=Q(seconds_spent__gte=0), name="seconds_not_negative"),
+        ]
+        indexes = [
+            models.Index(fields=["user", "pool_item", "-id"], name="judgment_latest"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.user} graded {self.pool_item} {self.grade}"
+        shown = self.grade if self.kind == Kind.GRADE else self.kind
+        return f"{self.user} on {self.pool_item}: {shown}"

@@ -1,96 +1,499 @@
-"""The judging queue and recording judgments."""
+"""Judging: work units, recording answers, and what the judging page shows.
+
+An annotator holds at most one active claim per pool (see `services_claims`): one query, whose
+pooled documents they judge in the pool's random order. Finishing a query hands them the next
+one. Answers are append-only rows, each with an idempotency key.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Min, Subquery
+from django.utils import timezone
 
-from annotation.models import Project
+from annotation.models import Project, ProtocolAck, ProtocolVersion
+from annotation.protocol import DiffLine, diff
+from assay.db import bulk_insert
 from pooling.models import Pool, PoolItem
 
-from .models import Judgment
+from .assignment import choose_double
+from .models import Claim, ClaimState, JudgingPolicy, Judgment, Kind, WorkUnit
+from .reports import judging_summary as judging_summary  # the project page's table
+from .services_claims import (
+    BadAnswer,
+    JudgingError,
+    NoSuchItem,
+    NotYours,
+    claim_active,
+    claim_next,
+    claim_state_set,
+    place_free,
+    place_take,
+    policy_of,
+)
+from .services_claims import current_pool as current_pool  # imported from here by other apps
 
 MAX_SECONDS = 3600.0
+MAX_NOTE = 2000
+TOUCH_EVERY = timedelta(minutes=1)
+HANDLED = (Kind.GRADE, Kind.UNSURE, Kind.SKIP)
 
 
-@dataclass(frozen=True)
-class Progress:
-    done: int
-    total: int
+class ProtocolChanged(JudgingError):
+    """A new protocol version must be acknowledged before judging on (409)."""
 
-    @property
-    def percent(self) -> int:
-        return round(100 * self.done / self.total) if self.total else 100
-
-
-def current_pool(project: Project) -> Pool | None:
-    """The pool annotators work on: the project's most recent one."""
-    return project.pools.order_by("-created_at", "-pk").first()
+    def __init__(self, change: ProtocolChange) -> None:
+        super().__init__(
+            f"protocol version {change.current.number} has been published: "
+            "read what changed and acknowledge it before judging on"
+        )
+        self.change = change
 
 
-def item_next(*, pool: Pool, user: User) -> PoolItem | None:
-    """The first item, in the pool's display order, that this user has not judged yet."""
-    return (
-        pool.items.exclude(judgments__user=user)
-        .select_related("query", "document")
-        .order_by("position")
-        .first()
-    )
-
-
-def progress_of(*, pool: Pool, user: User) -> Progress:
-    total = pool.items.count()
-    done = Judgment.objects.filter(pool_item__pool=pool, user=user).count()
-    return Progress(done=done, total=total)
+# --- policy and work units -----------------------------------------------------------------
 
 
 @transaction.atomic
-def judgment_submit(
-    *, item: PoolItem, user: User, grade: int, seconds_spent: float
-) -> tuple[Judgment, bool]:
-    """Record a grade; the same submission sent twice stores one judgment.
+def work_units_create(
+    *, pool: Pool, double_share: float | None = None, seed: int | None = None
+) -> int:
+    """One work unit per query of the pool, in the pool's query order; returns how many.
 
-    A second submission for an item this user already judged (a double key press, a retried
-    request) returns the stored judgment unchanged and `created=False`: judgments are never
-    silently changed.
+    round(share x n) queries of each stratum of n (`Query.stratum`, "" being one stratum) are
+    drawn, with `seed` (default: the pool's), to be judged blind by two people. Idempotent.
     """
-    if grade not in (0, 1, 2, 3):
-        raise ValueError(f"grade must be 0, 1, 2 or 3, not {grade!r}")
-    seconds = min(max(float(seconds_spent), 0.0), MAX_SECONDS)
-    return Judgment.objects.get_or_create(
-        pool_item=item,
-        user=user,
-        defaults={
-            "grade": grade,
-            "seconds_spent": seconds,
-            "protocol": item.pool.project.current_protocol(),
-        },
+    if pool.units.exists():
+        return 0
+    share = policy_of(pool.project).double_share if double_share is None else double_share
+    firsts = (
+        pool.items.values("query_id", "query__stratum")
+        .annotate(first=Min("position"))
+        .order_by("first")
     )
+    queries = [(row["query_id"], row["query__stratum"] or "") for row in firsts]
+    strata: dict[str, list[int]] = defaultdict(list)
+    for query_id, stratum in queries:
+        strata[stratum].append(query_id)
+    double = choose_double(strata, share, pool.seed if seed is None else seed)
+    rows = (
+        (pool.pk, query_id, position, stratum, 2 if query_id in double else 1, 0)
+        for position, (query_id, stratum) in enumerate(queries)
+    )
+    columns = ["pool_id", "query_id", "position", "stratum", "judges_needed", "claims_taken"]
+    return bulk_insert(WorkUnit, columns, rows)
+
+
+# --- the state of one query for one annotator ----------------------------------------------
 
 
 @dataclass(frozen=True)
-class JudgeSummary:
-    username: str
-    judgments: int
-    median_seconds: float | None
+class UnitState:
+    """Where an annotator stands on their claimed query: items in display order and their
+    current answer kind (None: not judged yet, or undone)."""
+
+    claim: Claim
+    items: list[tuple[int, str | None]]
+
+    @property
+    def done(self) -> int:
+        return sum(1 for _, kind in self.items if kind in HANDLED)
+
+    @property
+    def total(self) -> int:
+        return len(self.items)
+
+    @property
+    def next_item_id(self) -> int | None:
+        return next((pk for pk, kind in self.items if kind not in HANDLED), None)
 
 
-def judging_summary(*, pool: Pool) -> list[JudgeSummary]:
-    """Judgments per person on a pool, for the lead's overview."""
-    per_user: dict[str, list[float]] = {}
-    rows = Judgment.objects.filter(pool_item__pool=pool).values_list(
-        "user__username", "seconds_spent"
+def unit_state(*, claim: Claim) -> UnitState:
+    # Plain SQL (valid on PostgreSQL and SQLite): this read runs on every answer, and building
+    # the same query through the ORM costs several times its execution.
+    items, judgments = PoolItem._meta.db_table, Judgment._meta.db_table
+    sql = (
+        f"SELECT i.id, (SELECT j.kind FROM {judgments} j WHERE j.pool_item_id = i.id"
+        f" AND j.user_id = %s ORDER BY j.id DESC LIMIT 1)"
+        f" FROM {items} i WHERE i.pool_id = %s AND i.query_id = %s ORDER BY i.position"
     )
-    for username, seconds in rows.iterator(chunk_size=5000):
-        per_user.setdefault(username, []).append(seconds)
-    return [JudgeSummary(name, len(secs), _median(secs)) for name, secs in sorted(per_user.items())]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [claim.user_id, claim.pool_id, claim.unit.query_id])
+        rows = [(item_id, kind) for item_id, kind in cursor.fetchall()]
+    return UnitState(claim, rows)
 
 
-def _median(values: list[float]) -> float | None:
-    if not values:
+def _finish_if_complete(state: UnitState) -> bool:
+    if state.next_item_id is not None or state.claim.state != ClaimState.ACTIVE:
+        return False
+    claim_state_set(state.claim, ClaimState.DONE, timezone.now())
+    return True
+
+
+# --- protocol acknowledgement --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProtocolChange:
+    """A version the annotator has not acknowledged, and what changed since the last they saw."""
+
+    seen: ProtocolVersion | None
+    current: ProtocolVersion
+    lines: list[DiffLine] = field(default_factory=list)
+
+
+def protocol_change_for(
+    *, project: Project, user: User, current: ProtocolVersion | None
+) -> ProtocolChange | None:
+    """The change `user` must acknowledge before judging on, if any.
+
+    Only people who judged under an earlier version need to: a newcomer reads the whole
+    current protocol anyway.
+    """
+    if current is None or current.number == 1:
         return None
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    if ProtocolAck.objects.filter(version=current, user=user).exists():
+        return None
+    earlier = Judgment.objects.filter(
+        user=user, protocol__project=project, protocol__number__lt=current.number
+    )
+    if not earlier.exists():
+        return None
+    acked = ProtocolAck.objects.filter(
+        user=user, version__project=project, version__number__lt=current.number
+    )
+    numbers = [
+        n
+        for n in (
+            earlier.order_by("-protocol__number").values_list("protocol__number", flat=True)[:1]
+        )
+    ]
+    numbers += list(acked.values_list("version__number", flat=True))
+    seen = project.protocols.filter(number=max(numbers)).first()
+    return ProtocolChange(seen, current, diff(seen.text if seen else "", current.text))
+
+
+# --- answers -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the annotator sent for one item."""
+
+    kind: str
+    grade: int | None = None
+    note: str = ""
+    seconds: float = 0.0
+
+    @classmethod
+    def parse(cls, kind: str, grade: str | int | None, note: str, seconds: str | float) -> Answer:
+        """Validate raw form or API values; raises BadAnswer with a message to show."""
+        if kind not in Kind.values:
+            raise BadAnswer("kind must be grade, unsure, skip or undo")
+        value = _grade(grade) if kind == Kind.GRADE else None
+        note = (note or "").strip()[:MAX_NOTE]
+        if kind == Kind.SKIP and not note:
+            raise BadAnswer("say why you skip this item (for example: the document is broken)")
+        try:
+            spent = min(max(float(seconds or 0), 0.0), MAX_SECONDS)
+        except (TypeError, ValueError) as error:
+            raise BadAnswer("seconds must be a number") from error
+        return cls(kind=kind, grade=value, note=note, seconds=spent)
+
+
+def _grade(raw: str | int | None) -> int:
+    try:
+        value = int(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as error:
+        raise BadAnswer("grade must be 0, 1, 2 or 3") from error
+    if value not in (0, 1, 2, 3):
+        raise BadAnswer("grade must be 0, 1, 2 or 3")
+    return value
+
+
+@dataclass(frozen=True)
+class Submitted:
+    judgment: Judgment
+    created: bool  # False: the key was already stored, nothing new was written
+    # What the submission already read, so that the next screen need not read it again.
+    protocol: ProtocolVersion | None = None
+    state: UnitState | None = None
+
+
+def judgment_submit(
+    *, pool: Pool, user: User, item_id: int, answer: Answer, key: uuid.UUID
+) -> Submitted:
+    """Store one answer for an item of the user's active claim.
+
+    The same key sent again (a double click, a retry, a flaky connection) returns the stored
+    judgment and writes nothing, whatever the second request says. Raises NotYours when the
+    item is not in the user's active claim and ProtocolChanged when a new protocol version must
+    be acknowledged first.
+    """
+    try:
+        return _submit(pool=pool, user=user, item_id=item_id, answer=answer, key=key)
+    except (NotYours, ProtocolChanged, IntegrityError):
+        # The unique key makes a repeat fail; only then is it worth looking the key up (the
+        # claim may have moved on since the first request, or the other copy won a race).
+        stored = _stored(key, user)
+        if stored is None:
+            raise
+        return Submitted(stored, False)
+
+
+def _stored(key: uuid.UUID, user: User) -> Judgment | None:
+    stored = Judgment.objects.filter(idempotency_key=key).first()
+    if stored is not None and stored.user_id != user.pk:
+        raise NotYours("this submission key has already been used")
+    return stored
+
+
+@transaction.atomic
+def _submit(*, pool: Pool, user: User, item_id: int, answer: Answer, key: uuid.UUID) -> Submitted:
+    protocol = _protocol_gate(pool.project, user)
+    claim = _claim_for_item(pool, user, item_id)
+    if answer.kind == Kind.UNDO:
+        latest = Judgment.objects.filter(pool_item_id=item_id, user=user).order_by("-pk").first()
+        if latest is None or latest.kind == Kind.UNDO:
+            raise NotYours("this item has no answer of yours to undo")
+    judgment = _record(item_id, user, answer, key, protocol)
+    _touch(claim, judgment.created_at)
+    state = unit_state(claim=claim)
+    _finish_if_complete(state)
+    return Submitted(judgment, True, protocol, state)
+
+
+def _touch(claim: Claim, now: datetime) -> None:
+    # Idle expiry counts in minutes: one write a minute keeps the claim alive just as well.
+    if now - claim.touched_at >= TOUCH_EVERY:
+        claim.touched_at = now
+        claim.save(update_fields=["touched_at"])
+
+
+def _record(
+    item_id: int, user: User, answer: Answer, key: uuid.UUID, protocol: ProtocolVersion | None
+) -> Judgment:
+    return Judgment.objects.create(
+        pool_item_id=item_id,
+        user=user,
+        kind=answer.kind,
+        grade=answer.grade,
+        note=answer.note,
+        seconds_spent=answer.seconds,
+        protocol=protocol,
+        idempotency_key=key,
+    )
+
+
+def _protocol_gate(project: Project, user: User) -> ProtocolVersion | None:
+    current = project.current_protocol()
+    change = protocol_change_for(project=project, user=user, current=current)
+    if change is not None:
+        raise ProtocolChanged(change)
+    return current
+
+
+def _claim_for_item(pool: Pool, user: User, item_id: int) -> Claim:
+    """The user's active claim holding `item_id`; an expired one is resumed if still free."""
+    query_id = PoolItem.objects.filter(pk=item_id, pool=pool).values("query_id")
+    claim = (
+        Claim.objects.select_related("unit")
+        .filter(pool=pool, user=user, unit__query_id=Subquery(query_id[:1]))
+        .first()
+    )
+    if claim is not None and claim.state == ClaimState.ACTIVE:
+        return claim
+    if claim is not None and claim.state == ClaimState.EXPIRED and _resume(claim):
+        return claim
+    if not PoolItem.objects.filter(pk=item_id, pool=pool).exists():
+        raise NoSuchItem("there is no such item in this pool")
+    raise NotYours(
+        "this item is not in the query you are working on (it may have been released, "
+        "reassigned or expired): carry on with the item shown now"
+    )
+
+
+def _resume(claim: Claim) -> bool:
+    busy = Claim.objects.filter(pool_id=claim.pool_id, user_id=claim.user_id, state="active")
+    if busy.exists() or not place_take(claim.unit):
+        return False
+    claim_state_set(claim, ClaimState.ACTIVE, timezone.now())
+    return True
+
+
+def judgment_undo_last(*, pool: Pool, user: User, key: uuid.UUID) -> Submitted:
+    """Undo the user's last answer: in the current query, or in the query they have just
+    finished when they have not answered anything in the current one yet."""
+    stored = _stored(key, user)
+    if stored is not None:
+        return Submitted(stored, False)
+    try:
+        return Submitted(_undo_last(pool=pool, user=user, key=key), True)
+    except IntegrityError:
+        stored = _stored(key, user)
+        if stored is None:
+            raise
+        return Submitted(stored, False)
+
+
+@transaction.atomic
+def _undo_last(*, pool: Pool, user: User, key: uuid.UUID) -> Judgment:
+    protocol = _protocol_gate(pool.project, user)
+    claim = claim_active(pool=pool, user=user)
+    target = _last_answered(claim) if claim else None
+    if target is None:
+        previous = _reopen_previous(pool, user, claim)
+        target = _last_answered(previous) if previous else None
+        claim = previous
+    if target is None or claim is None:
+        raise NotYours("there is nothing to undo in this query")
+    _touch(claim, timezone.now())
+    return _record(target, user, Answer(kind=Kind.UNDO), key, protocol)
+
+
+def _last_answered(claim: Claim) -> int | None:
+    """The item whose current answer is the user's most recent one in the claim's query."""
+    rows = (
+        Judgment.objects.filter(
+            user_id=claim.user_id,
+            pool_item__pool_id=claim.pool_id,
+            pool_item__query_id=claim.unit.query_id,
+        )
+        .order_by("-pk")
+        .values_list("pool_item_id", "kind")
+    )
+    seen: set[int] = set()
+    for item_id, kind in rows:
+        if item_id not in seen and kind != Kind.UNDO:
+            return item_id
+        seen.add(item_id)
+    return None
+
+
+def _reopen_previous(pool: Pool, user: User, fresh: Claim | None) -> Claim | None:
+    """Reopen the query finished last, dropping the untouched claim that followed it."""
+    previous = (
+        Claim.objects.select_related("unit")
+        .filter(pool=pool, user=user, state=ClaimState.DONE)
+        .order_by("-finished_at", "-pk")
+        .first()
+    )
+    if previous is None:
+        return None
+    if fresh is not None:
+        # Never answered anything: as if it had not been claimed at all.
+        fresh.delete()
+        place_free(fresh.unit_id)
+    claim_state_set(previous, ClaimState.ACTIVE, timezone.now())
+    return previous
+
+
+# --- what the judging page shows -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Screen:
+    """Everything the judging panel needs, and nothing about other judges."""
+
+    protocol: ProtocolVersion | None
+    change: ProtocolChange | None = None
+    item: PoolItem | None = None
+    done_in_query: int = 0
+    total_in_query: int = 0
+    finished_queries: int = 0
+    can_undo: bool = False
+
+
+def screen_for(*, pool: Pool, user: User, after: Submitted | None = None) -> Screen:
+    """What to show `user` now: an acknowledgement, their next item, or that nothing is left.
+
+    `after`, the answer just stored, saves reading again what its submission already read.
+    """
+    if after is not None and after.created and after.state is not None:
+        protocol, state = after.protocol, after.state
+        if state.claim.state == ClaimState.ACTIVE and state.next_item_id is not None:
+            return _item_screen(pool, user, protocol, state)
+    else:
+        protocol = pool.project.current_protocol()
+        change = protocol_change_for(project=pool.project, user=user, current=protocol)
+        if change is not None:
+            return Screen(protocol, change=change)
+    for _attempt in range(5):  # a finished query hands over to the next one
+        claim = claim_next(pool=pool, user=user)
+        if claim is None:
+            break
+        state = unit_state(claim=claim)
+        if state.next_item_id is not None:
+            return _item_screen(pool, user, protocol, state)
+        _finish(state)
+    finished = finished_count(pool=pool, user=user)
+    return Screen(protocol, finished_queries=finished, can_undo=finished > 0)
+
+
+def _item_screen(
+    pool: Pool, user: User, protocol: ProtocolVersion | None, state: UnitState
+) -> Screen:
+    item_id = state.next_item_id
+    assert item_id is not None  # callers only come here with an item left to judge
+    item = PoolItem.objects.select_related("query", "document").get(pk=item_id)
+    return Screen(
+        protocol,
+        item=item,
+        done_in_query=state.done,
+        total_in_query=state.total,
+        finished_queries=finished_count(pool=pool, user=user),
+        can_undo=True,
+    )
+
+
+@transaction.atomic
+def _finish(state: UnitState) -> None:
+    _finish_if_complete(state)
+
+
+def finished_count(*, pool: Pool, user: User) -> int:
+    return Claim.objects.filter(pool=pool, user=user, state=ClaimState.DONE).count()
+
+
+@dataclass(frozen=True)
+class JudgeProgress:
+    """An annotator's own progress on a pool (never anything about other people)."""
+
+    finished_queries: int
+    answered_items: int
+    in_query: tuple[int, int] | None  # done, total in the query being worked on
+
+
+def progress_of(*, pool: Pool, user: User) -> JudgeProgress:
+    claim = claim_active(pool=pool, user=user)
+    state = unit_state(claim=claim) if claim else None
+    answered = (
+        Judgment.objects.filter(user=user, pool_item__pool=pool)
+        .values("pool_item_id")
+        .distinct()
+        .count()
+    )
+    return JudgeProgress(
+        finished_queries=finished_count(pool=pool, user=user),
+        answered_items=answered,
+        in_query=(state.done, state.total) if state else None,
+    )
+
+
+@transaction.atomic
+def judging_policy_set(
+    *, project: Project, claim_idle_minutes: int, double_share: float
+) -> JudgingPolicy:
+    """Change the idle limit (at once) and the double-judged share (for pools built later)."""
+    if claim_idle_minutes < 1 or not 0.0 <= double_share <= 1.0:
+        raise JudgingError("the idle limit must be at least 1 minute and the share within 0–1")
+    policy, _ = JudgingPolicy.objects.update_or_create(
+        project=project,
+        defaults={"claim_idle_minutes": claim_idle_minutes, "double_share": double_share},
+    )
+    return policy

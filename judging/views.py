@@ -1,59 +1,187 @@
-"""The judging page: one pool item at a time, graded with the keys 0-3, swapped in by htmx."""
+"""The judging page: one item of the annotator's claimed query at a time, keyboard first,
+swapped in by htmx. Nothing here ever shows another judge's work, a system, a rank or a score."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.contrib.auth.models import User
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from annotation.access import Access, project_for_member
+from annotation.models import ProtocolVersion
+from annotation.protocol import from_content
+from annotation.services_protocol import protocol_ack
 from pooling.models import Pool
 
+from .highlight import highlight, query_terms
 from .models import Grade
-from .services import current_pool, item_next, judgment_submit, progress_of
+from .services import (
+    Answer,
+    JudgingError,
+    NoSuchItem,
+    NotYours,
+    ProtocolChanged,
+    Screen,
+    Submitted,
+    claim_active,
+    current_pool,
+    judgment_submit,
+    judgment_undo_last,
+    screen_for,
+)
+from .services_claims import claim_release
+
+PANEL = "judging/judge.html#panel"
 
 
 def _get_project_for_judge(request: HttpRequest, slug: str) -> Access:
-    # Leads may judge too; every member judges only through their own queue.
+    # Leads may judge too; every member judges only through their own claims.
     return project_for_member(request, slug)
 
 
-def _panel_context(access: Access, pool: Pool | None, request: HttpRequest) -> dict[str, Any]:
-    item = item_next(pool=pool, user=request.user) if pool else None  # type: ignore[arg-type]
-    return {
-        "project": access.project,
-        "pool": pool,
-        "item": item,
-        "grades": Grade.choices,
-        "progress": progress_of(pool=pool, user=request.user) if pool else None,  # type: ignore[arg-type]
-        "protocol": access.project.current_protocol(),
-    }
+def _pool_or_404(access: Access) -> Pool:
+    pool = current_pool(access.project)
+    if pool is None:
+        raise Http404("this project has no pool yet")
+    return pool
+
+
+def _user(request: HttpRequest) -> User:
+    assert isinstance(request.user, User)  # login_required let only signed-in users through
+    return request.user
+
+
+def grade_labels(protocol: ProtocolVersion | None) -> list[tuple[int, str]]:
+    """Grade buttons: the protocol's short labels when it defines them."""
+    defined = (
+        {g.value: g.label for g in from_content(protocol.content or {}).grades} if protocol else {}
+    )
+    return [
+        (value, defined.get(value, label.split("·", 1)[-1].strip()))
+        for value, label in Grade.choices
+    ]
+
+
+def panel_context(access: Access, pool: Pool | None, screen: Screen | None) -> dict[str, Any]:
+    context: dict[str, Any] = {"project": access.project, "pool": pool, "screen": screen}
+    if screen is None:
+        return context
+    context.update(
+        protocol=screen.protocol,
+        grades=grade_labels(screen.protocol),
+        key=uuid.uuid4(),
+        undo_key=uuid.uuid4(),
+    )
+    if screen.item is not None:
+        terms = query_terms(screen.item.query.text)
+        # Safe: highlight() escapes every character of the untrusted text itself.
+        context["doc_title"] = mark_safe(highlight(screen.item.document.title, terms))
+        context["doc_text"] = mark_safe(highlight(screen.item.document.text, terms))
+    return context
+
+
+def _panel(
+    request: HttpRequest,
+    access: Access,
+    pool: Pool,
+    error: str = "",
+    status: int = 200,
+    after: Submitted | None = None,
+) -> HttpResponse:
+    if not request.htmx:  # type: ignore[attr-defined]
+        if error:
+            return HttpResponse(error, status=status, content_type="text/plain; charset=utf-8")
+        return redirect("judge", slug=access.project.slug)
+    context = panel_context(access, pool, screen_for(pool=pool, user=_user(request), after=after))
+    context["error"] = error
+    return render(request, PANEL, context, status=status)
 
 
 @login_required
 def judge(request: HttpRequest, slug: str) -> HttpResponse:
     access = _get_project_for_judge(request, slug)
-    context = _panel_context(access, current_pool(access.project), request)
+    pool = current_pool(access.project)
+    screen = screen_for(pool=pool, user=_user(request)) if pool else None
+    context = panel_context(access, pool, screen)
+    protocol = screen.protocol if screen else access.project.current_protocol()
+    context["protocol"] = protocol
+    context["structure"] = from_content(protocol.content or {}) if protocol else None
     return render(request, "judging/judge.html", context)
+
+
+def _key(request: HttpRequest, name: str = "key") -> uuid.UUID | None:
+    try:
+        return uuid.UUID(request.POST.get(name, ""))
+    except ValueError:
+        return None
 
 
 @login_required
 @require_POST
 def judge_submit(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     access = _get_project_for_judge(request, slug)
-    pool = current_pool(access.project)
-    if pool is None:
-        raise Http404("this project has no pool yet")
-    item = get_object_or_404(pool.items.select_related("pool__project"), pk=item_id)
+    pool = _pool_or_404(access)
+    key = _key(request)
+    if key is None:
+        return _panel(request, access, pool, "the submission key is missing", 400)
+    post = request.POST
     try:
-        grade = int(request.POST["grade"])
-        seconds = float(request.POST.get("seconds", "0") or 0)
-        judgment_submit(item=item, user=request.user, grade=grade, seconds_spent=seconds)  # type: ignore[arg-type]
-    except (KeyError, ValueError):
-        return HttpResponseBadRequest("grade must be 0, 1, 2 or 3")
-    if not request.htmx:  # type: ignore[attr-defined]
-        return redirect("judge", slug=slug)
-    return render(request, "judging/judge.html#panel", _panel_context(access, pool, request))
+        answer = Answer.parse(
+            post.get("kind", "grade"),
+            post.get("grade"),
+            post.get("note", ""),
+            post.get("seconds", 0),
+        )
+        done = judgment_submit(
+            pool=pool, user=_user(request), item_id=item_id, answer=answer, key=key
+        )
+    except NoSuchItem as error:
+        raise Http404(str(error)) from error
+    except (NotYours, ProtocolChanged) as error:
+        return _panel(request, access, pool, str(error), 409)
+    except JudgingError as error:
+        return _panel(request, access, pool, str(error), 400)
+    return _panel(request, access, pool, after=done)
+
+
+@login_required
+@require_POST
+def judge_undo(request: HttpRequest, slug: str) -> HttpResponse:
+    access = _get_project_for_judge(request, slug)
+    pool = _pool_or_404(access)
+    key = _key(request)
+    if key is None:
+        return _panel(request, access, pool, "the submission key is missing", 400)
+    try:
+        judgment_undo_last(pool=pool, user=_user(request), key=key)
+    except (NotYours, ProtocolChanged) as error:
+        return _panel(request, access, pool, str(error), 409)
+    return _panel(request, access, pool)
+
+
+@login_required
+@require_POST
+def judge_release(request: HttpRequest, slug: str) -> HttpResponse:
+    """Give the current query back; the next one is claimed at once."""
+    access = _get_project_for_judge(request, slug)
+    pool = _pool_or_404(access)
+    claim = claim_active(pool=pool, user=_user(request))
+    if claim is not None:
+        claim_release(claim=claim)
+    return _panel(request, access, pool)
+
+
+@login_required
+@require_POST
+def judge_acknowledge(request: HttpRequest, slug: str, number: int) -> HttpResponse:
+    access = _get_project_for_judge(request, slug)
+    pool = _pool_or_404(access)
+    version = get_object_or_404(access.project.protocols, number=number)
+    protocol_ack(version=version, user=_user(request))
+    return _panel(request, access, pool)

@@ -13,6 +13,7 @@ from django.db import transaction
 
 from annotation.models import Project
 from assay.db import bulk_insert
+from judging.services import work_units_create
 
 from .models import Pool, PoolItem, Run, RunResult
 from .pooling import PoolEntry, depth_pool
@@ -120,6 +121,7 @@ def pool_build(
     )
     columns = ["pool_id", "query_id", "document_id", "provenance", "best_rank", "position"]
     bulk_insert(PoolItem, columns, rows)
+    work_units_create(pool=pool)  # one per query; judging claims them
     return pool
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,9 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.demo.loader import SLUG
+from judging.models import WorkUnit
 from pooling.models import PoolItem
+from tests.judging_helpers import answer, form_key, judge_page, shown_item
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "demo-password-for-tests"
@@ -30,15 +31,6 @@ def log_in(username: str) -> Client:
     )
     assert response.status_code == 200 and response.context["user"].username == username
     return client
-
-
-def shown_item(html: str) -> PoolItem | None:
-    match = re.search(r'data-item="(\d+)"', html)
-    return (
-        PoolItem.objects.select_related("query", "document").get(pk=int(match.group(1)))
-        if match
-        else None
-    )
 
 
 def test_it_builds_the_demo_project(demo: None) -> None:
@@ -63,9 +55,26 @@ def test_it_loads_the_demo_twice_without_duplicating(demo: None) -> None:
     assert Project.objects.get(slug=SLUG).pools.count() == 1
 
 
+def test_it_builds_work_units_with_a_fifth_double_judged(demo: None) -> None:
+    units = WorkUnit.objects.filter(pool__project__slug=SLUG)
+    assert units.count() == 40
+    assert units.filter(judges_needed=2).count() == 8  # 20 % of the single stratum
+
+
+def test_it_publishes_the_structured_demo_protocol(demo: None) -> None:
+    from annotation.models import Project
+
+    protocol = Project.objects.get(slug=SLUG).current_protocol()
+    assert protocol is not None and protocol.number == 1
+    assert [g["value"] for g in protocol.content["grades"]] == [3, 2, 1, 0]
+    assert protocol.content["anchors"][0]["title"] == "Webhook retry policy"
+    assert len(protocol.content["rulings"]) == 5
+    assert "## Edge cases" in protocol.text and "Outdated pages?" in protocol.text
+
+
 def test_it_exports_exactly_the_grades_an_annotator_gave_one_query(demo: None) -> None:
     annotator = log_in("annotator1")
-    page = annotator.get(reverse("judge", args=[SLUG])).content.decode()
+    page = judge_page(annotator, SLUG)
     item = shown_item(page)
     assert item is not None
     query = item.query
@@ -73,9 +82,8 @@ def test_it_exports_exactly_the_grades_an_annotator_gave_one_query(demo: None) -
     while item is not None and item.query == query:
         grade = len(given) % 4
         given[item.document.docid] = grade
-        url = reverse("judge_submit", args=[SLUG, item.pk])
-        response = annotator.post(url, {"grade": grade, "seconds": 3}, HTTP_HX_REQUEST="true")
-        item = shown_item(response.content.decode())
+        page = answer(annotator, SLUG, page, grade, seconds=3)
+        item = shown_item(page)
     assert len(given) == PoolItem.objects.filter(query=query).count()
 
     lead = log_in("lead")
@@ -88,9 +96,11 @@ def test_it_exports_exactly_the_grades_an_annotator_gave_one_query(demo: None) -
 
 def test_it_exports_qrels_from_the_command_line(demo: None, tmp_path: Path) -> None:
     annotator = log_in("annotator2")
-    item = shown_item(annotator.get(reverse("judge", args=[SLUG])).content.decode())
+    page = judge_page(annotator, SLUG)
+    item = shown_item(page)
     assert item is not None
-    annotator.post(reverse("judge_submit", args=[SLUG, item.pk]), {"grade": 3})
+    url = reverse("judge_submit", args=[SLUG, item.pk])
+    annotator.post(url, {"grade": 3, "key": form_key(page)})  # a plain form post, no htmx
     out = tmp_path / "demo.qrels"
     call_command("export_qrels", SLUG, "-o", str(out))
     assert out.read_text() == f"{item.query.qid} 0 {item.document.docid} 3\n"

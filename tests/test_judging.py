@@ -1,116 +1,299 @@
-"""The judging page through its real URLs."""
+"""The judging page through its real URLs: claims, answers, undo, resume, release."""
 
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
-from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
-from judging.models import Judgment
+from judging.models import Claim, ClaimState, Judgment, Kind, WorkUnit
 from pooling.models import PoolItem
 from tests.conftest import World
+from tests.judging_helpers import answer, form_key, judge_page, shown_item, undo
 
 pytestmark = pytest.mark.django_db
 
 
-def shown_item(html: str) -> PoolItem | None:
-    match = re.search(r'data-item="(\d+)"', html)
-    return PoolItem.objects.get(pk=int(match.group(1))) if match else None
-
-
-def grade(client: Client, world: World, item: PoolItem, value: int, htmx: bool = False) -> str:
-    url = reverse("judge_submit", args=[world.project.slug, item.pk])
-    headers = {"HX-Request": "true"} if htmx else {}
-    response = client.post(url, {"grade": str(value), "seconds": "4.5"}, headers=headers)
-    assert response.status_code == (200 if htmx else 302), response.content
-    return response.content.decode()
+def query_size(item: PoolItem) -> int:
+    return PoolItem.objects.filter(pool=item.pool, query=item.query).count()
 
 
 def test_it_shows_one_item_then_the_next_after_a_grade(world: World) -> None:
     client = world.client_for(world.alice)
-    page = client.get(reverse("judge", args=[world.project.slug])).content.decode()
+    slug = world.project.slug
+    page = judge_page(client, slug)
     first = shown_item(page)
     assert first is not None
     assert first.query.text in page and first.document.text in page
-    assert "0 / 8 judged" in page
-    partial = grade(client, world, first, 2, htmx=True)
+    size = query_size(first)
+    assert f"0 / {size} judged" in page
+    partial = answer(client, slug, page, 2)
     assert "<html" not in partial  # htmx gets the panel only
-    assert "1 / 8 judged" in partial
+    assert f"1 / {size} judged" in partial
     second = shown_item(partial)
-    assert second is not None and second != first
+    assert second is not None and second != first and second.query == first.query
     judgment = Judgment.objects.get(user=world.alice)
     assert (judgment.pool_item, judgment.grade, judgment.seconds_spent) == (first, 2, 4.5)
+    assert judgment.kind == Kind.GRADE
     assert judgment.protocol == world.project.current_protocol()
 
 
-def test_it_never_reveals_systems_or_ranks(world: World) -> None:
+def test_it_shows_the_items_of_one_query_in_the_pool_order(world: World) -> None:
     client = world.client_for(world.alice)
-    page = client.get(reverse("judge", args=[world.project.slug])).content.decode()
-    item = shown_item(page)
-    assert item is not None
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    first = shown_item(page)
+    assert first is not None
+    expected = list(
+        PoolItem.objects.filter(pool=first.pool, query=first.query).order_by("position")
+    )
+    shown = []
+    while (item := shown_item(page)) is not None and item.query == first.query:
+        shown.append(item)
+        page = answer(client, slug, page, 1)
+    assert shown == expected
+
+
+def test_it_never_reveals_systems_ranks_or_scores(world: World) -> None:
+    client = world.client_for(world.alice)
+    page = judge_page(client, world.project.slug)
+    assert shown_item(page) is not None
     assert "provenance" not in page and "best_rank" not in page
-    assert not re.search(r"\brank\b", page, re.IGNORECASE)
+    assert not re.search(r"\b(rank|score|bm25|run)\b", page, re.IGNORECASE)
+    for name in ("a", "b"):  # the run names
+        assert f">{name}<" not in page
 
 
-def test_it_stores_one_judgment_when_the_same_grade_is_sent_twice(world: World) -> None:
+def test_it_stores_one_judgment_when_the_same_key_is_sent_twice(world: World) -> None:
     client = world.client_for(world.alice)
-    item = world.project.pools.get().items.first()
-    assert item is not None
-    grade(client, world, item, 3, htmx=True)
-    grade(client, world, item, 1, htmx=True)  # a late second key press must not change the first
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    key = form_key(page)
+    answer(client, slug, page, 3, key=key)
+    answer(client, slug, page, 1, key=key)  # a late second click must not store anything
     assert list(Judgment.objects.values_list("grade", flat=True)) == [3]
 
 
-def test_it_rejects_a_grade_outside_0_to_3(world: World) -> None:
+def test_it_rejects_a_malformed_answer(world: World) -> None:
     client = world.client_for(world.alice)
-    item = world.project.pools.get().items.first()
-    assert item is not None
-    url = reverse("judge_submit", args=[world.project.slug, item.pk])
+    slug = world.project.slug
+    page = judge_page(client, slug)
     for bad in ("4", "-1", "x", ""):
-        assert client.post(url, {"grade": bad}).status_code == 400
+        answer(client, slug, page, bad, status=400)
+    answer(client, slug, page, kind="skip", note="   ", status=400)  # a skip needs a reason
+    answer(client, slug, page, kind="maybe", status=400)
+    item = shown_item(page)
+    assert item is not None
+    url = reverse("judge_submit", args=[slug, item.pk])
+    assert client.post(url, {"grade": "2"}).status_code == 400  # no idempotency key
     assert not Judgment.objects.exists()
 
 
-def test_it_gives_each_annotator_their_own_queue(world: World) -> None:
+def test_it_gives_each_annotator_a_different_query(world: World) -> None:
     alice, bob = world.client_for(world.alice), world.client_for(world.bob)
-    first = shown_item(alice.get(reverse("judge", args=[world.project.slug])).content.decode())
-    assert first is not None
-    grade(alice, world, first, 0)
-    page = bob.get(reverse("judge", args=[world.project.slug])).content.decode()
-    assert shown_item(page) == first  # bob still sees it, and nothing of alice's grade
-    assert "0 / 8 judged" in page
+    slug = world.project.slug
+    first = shown_item(judge_page(alice, slug))
+    other = shown_item(judge_page(bob, slug))
+    assert first is not None and other is not None
+    assert first.query != other.query  # single-judged queries go to one person each
+    assert Claim.objects.filter(state=ClaimState.ACTIVE).count() == 2
 
 
-def test_it_escapes_document_text(world: World) -> None:
-    item = world.project.pools.get().items.order_by("position").first()
+def test_it_escapes_and_highlights_the_document(world: World) -> None:
+    client = world.client_for(world.alice)
+    item = shown_item(judge_page(client, world.project.slug))
     assert item is not None
-    item.document.text = '<script>alert("x")</script><b>bold</b> & more'
+    item.document.text = '<script>alert("x")</script><b>bold</b> & more question'
     item.document.title = "<img src=x onerror=alert(1)>"
     item.document.save()
-    page = world.client_for(world.alice).get(reverse("judge", args=[world.project.slug]))
-    html = page.content.decode()
+    html = judge_page(client, world.project.slug)
     assert "<script>alert" not in html and "<img src=x" not in html and "<b>bold" not in html
     assert (
         "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt; &amp; more"
         in html
     )
+    assert "<mark>question</mark>" in html  # a query term, marked after escaping
 
 
-def test_it_says_when_everything_is_judged(world: World) -> None:
+def test_it_moves_to_the_next_query_then_says_all_done(world: World) -> None:
     client = world.client_for(world.alice)
-    for item in world.project.pools.get().items.all():
-        grade(client, world, item, 1)
-    page = client.get(reverse("judge", args=[world.project.slug])).content.decode()
-    assert shown_item(page) is None
-    assert "All done" in page and "8 / 8 judged" in page
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    seen_queries = []
+    while (item := shown_item(page)) is not None:
+        if item.query not in seen_queries:
+            seen_queries.append(item.query)
+        page = answer(client, slug, page, 1)
+    assert len(seen_queries) == 2
+    assert "All done" in page
+    assert "You finished 2 queries" in page
+    assert set(Claim.objects.values_list("state", flat=True)) == {ClaimState.DONE}
+    assert Judgment.objects.count() == 8
 
 
-def test_it_orders_items_query_by_query(world: World) -> None:
-    items = list(world.project.pools.get().items.order_by("position"))
-    qids = [item.query_id for item in items]
-    # each query's items are contiguous in the display order
-    assert len({q for q in qids}) == len(
-        [q for i, q in enumerate(qids) if i == 0 or qids[i - 1] != q]
+def test_it_resumes_at_the_right_item_after_a_refresh(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = answer(client, slug, answer(client, slug, judge_page(client, slug), 2), 0)
+    expected = shown_item(page)
+    refreshed = judge_page(client, slug)
+    assert shown_item(refreshed) == expected
+    assert expected is not None and f"2 / {query_size(expected)} judged" in refreshed
+
+
+def test_it_records_unsure_with_a_note_and_skip_with_a_reason(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    page = answer(client, slug, page, kind="unsure", note="is a changelog an answer?")
+    page = answer(client, slug, page, kind="skip", note="the document is empty")
+    rows = list(Judgment.objects.order_by("pk").values_list("kind", "grade", "note"))
+    assert rows == [
+        ("unsure", None, "is a changelog an answer?"),
+        ("skip", None, "the document is empty"),
+    ]
+    item = shown_item(page)
+    assert item is not None and f"2 / {query_size(item)} judged" in page
+
+
+def test_it_undoes_the_last_answer_and_shows_that_item_again(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    first = shown_item(page)
+    page = answer(client, slug, page, 3)
+    second = shown_item(page)
+    page = answer(client, slug, page, 0)
+    page = undo(client, slug, page)
+    assert shown_item(page) == second
+    page = undo(client, slug, page)
+    assert shown_item(page) == first
+    assert first is not None and f"0 / {query_size(first)} judged" in page
+    page = answer(client, slug, page, 2)
+    assert shown_item(page) == second
+    kinds = list(Judgment.objects.order_by("pk").values_list("kind", "grade"))
+    assert kinds == [("grade", 3), ("grade", 0), ("undo", None), ("undo", None), ("grade", 2)]
+
+
+def test_it_undoes_the_last_answer_of_the_query_just_finished(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    first_query = shown_item(page).query  # type: ignore[union-attr]
+    last = None
+    while (item := shown_item(page)) is not None and item.query == first_query:
+        last = item
+        page = answer(client, slug, page, 1)
+    assert shown_item(page).query != first_query  # type: ignore[union-attr]
+    page = undo(client, slug, page)
+    assert shown_item(page) == last
+    assert Claim.objects.get(user=world.alice, state=ClaimState.ACTIVE).unit.query == first_query
+    assert Claim.objects.filter(user=world.alice).count() == 1  # the untouched claim is gone
+    assert WorkUnit.objects.exclude(query=first_query).get().claims_taken == 0
+
+
+def test_it_keeps_every_answer_when_a_grade_changes(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    item = shown_item(page)
+    page = undo(client, slug, answer(client, slug, page, 1))
+    answer(client, slug, page, 3)
+    history = list(item.judgments.order_by("pk").values_list("kind", "grade"))  # type: ignore[union-attr]
+    assert history == [("grade", 1), ("undo", None), ("grade", 3)]
+
+
+def test_it_refuses_an_item_outside_the_active_claim(world: World) -> None:
+    alice, bob = world.client_for(world.alice), world.client_for(world.bob)
+    slug = world.project.slug
+    page = judge_page(alice, slug)
+    judge_page(bob, slug)  # bob holds the other query
+    bobs = Claim.objects.get(user=world.bob).unit
+    foreign = PoolItem.objects.filter(query=bobs.query).first()
+    assert foreign is not None
+    url = reverse("judge_submit", args=[slug, foreign.pk])
+    data = {"grade": "2", "key": form_key(page)}
+    response = alice.post(url, data, headers={"HX-Request": "true"})
+    assert response.status_code == 409
+    assert "not in the query you are working on" in response.content.decode()
+    assert not Judgment.objects.exists()
+
+
+def test_it_releases_a_query_and_hands_over_the_next(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    first = shown_item(judge_page(client, slug))
+    response = client.post(reverse("judge_release", args=[slug]), headers={"HX-Request": "true"})
+    nxt = shown_item(response.content.decode())
+    assert first is not None and nxt is not None and nxt.query != first.query
+    states = dict(Claim.objects.values_list("unit__query__qid", "state"))
+    assert states == {first.query.qid: "released", nxt.query.qid: "active"}
+
+
+def test_it_expires_an_idle_claim_and_hands_the_query_to_someone_else(world: World) -> None:
+    alice, bob = world.client_for(world.alice), world.client_for(world.bob)
+    slug = world.project.slug
+    page = judge_page(alice, slug)
+    mine = shown_item(page)
+    Claim.objects.filter(user=world.alice).update(touched_at=timezone.now() - timedelta(hours=1))
+    judge_page(bob, slug)  # bob's claim expires alice's first, then takes a query
+    bob_page = judge_page(world.client_for(world.lead), slug)  # and the lead takes the other
+    assert shown_item(bob_page) is not None
+    assert Claim.objects.get(user=world.alice).state == ClaimState.EXPIRED
+    held = set(Claim.objects.filter(state="active").values_list("unit__query", flat=True))
+    assert mine is not None and mine.query_id in held
+    answer(alice, slug, page, 2, status=409)  # too late: the query is someone else's now
+    assert not Judgment.objects.filter(user=world.alice).exists()
+
+
+def export(world: World, annotator: str | None = None) -> tuple[list[str], int]:
+    import io
+
+    from evaluation.services import qrels_export
+
+    out = io.StringIO()
+    report = qrels_export(project=world.project, out=out, annotator=annotator)
+    return out.getvalue().splitlines(), report.conflicting
+
+
+def test_it_exports_each_judges_current_grade_only(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    first = shown_item(page)
+    page = undo(client, slug, answer(client, slug, page, 1))  # 1, then undone
+    page = answer(client, slug, page, 3)  # the current grade of the first item
+    second = shown_item(page)
+    page = answer(client, slug, page, kind="unsure", note="?")
+    third = shown_item(page)
+    page = answer(client, slug, page, kind="skip", note="broken")
+    fourth = shown_item(page)
+    answer(client, slug, undo(client, slug, answer(client, slug, page, 2)), 0)
+    lines, conflicting = export(world)
+    assert first and second and third and fourth
+    assert lines == sorted(
+        [
+            f"{first.query.qid} 0 {first.document.docid} 3",
+            f"{fourth.query.qid} 0 {fourth.document.docid} 0",
+        ]
     )
+    assert conflicting == 0
+
+
+def test_it_exports_the_first_judges_grade_of_a_double_judged_pair(world: World) -> None:
+    WorkUnit.objects.filter(pool__project=world.project).update(judges_needed=2)
+    slug = world.project.slug
+    alice, bob = world.client_for(world.alice), world.client_for(world.bob)
+    alice_page = judge_page(alice, slug)
+    item = shown_item(alice_page)
+    answer(alice, slug, alice_page, 1)
+    bob_page = judge_page(bob, slug)
+    assert shown_item(bob_page) == item  # the second judge of the same query
+    answer(bob, slug, bob_page, 2)
+    assert item is not None
+    lines, conflicting = export(world)
+    assert lines == [f"{item.query.qid} 0 {item.document.docid} 1"] and conflicting == 1
+    assert export(world, annotator="bob")[0] == [f"{item.query.qid} 0 {item.document.docid} 2"]

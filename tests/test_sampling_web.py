@@ -40,13 +40,13 @@ def make_log() -> bytes:
 
 
 @pytest.fixture(autouse=True)
-def media(settings, tmp_path: Path) -> Path:  # type: ignore[no-untyped-def]
+def media(settings, tmp_path: Path) -> Path:
     settings.MEDIA_ROOT = tmp_path / "media"
     return settings.MEDIA_ROOT
 
 
 @pytest.fixture
-def upload(world: World, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+def upload(world: World, django_capture_on_commit_callbacks):
     """Upload as the lead; the ingestion task runs (eagerly) when the request commits."""
 
     def send(content: bytes, name: str = "log.csv", columns: str = "") -> QueryLog:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from annotation import protocol
 from annotation.models import Project, Role
 from annotation.services import (
     corpus_import,
@@ -59,7 +61,7 @@ def _create_project() -> Project:
     )
     corpus_import(project=project, path=DEMO_DIR / "corpus.jsonl")
     queries_import(project=project, path=DEMO_DIR / "queries.jsonl")
-    protocol_publish(project=project, text=(DEMO_DIR / "protocol.md").read_text("utf-8"))
+    _publish_protocol(project)
     docs = list(iter_corpus(DEMO_DIR / "corpus.jsonl"))
     queries = list(iter_queries(DEMO_DIR / "queries.jsonl"))
     runs = [
@@ -68,6 +70,24 @@ def _create_project() -> Project:
     ]
     pool_build(project=project, runs=runs, depth=DEPTH, seed=SEED)
     return project
+
+
+def _publish_protocol(project: Project) -> None:
+    """Version 1 of the demo protocol, structured: grades, anchors from the demo corpus, rulings."""
+    content = json.loads((DEMO_DIR / "protocol.json").read_text("utf-8"))
+    titles = dict(project.documents.values_list("docid", "title"))
+    structure = protocol.from_content(content)
+    structure = replace(
+        structure, anchors=tuple(replace(a, title=titles[a.docid]) for a in structure.anchors)
+    )
+    problems = protocol.problems(structure, titles)
+    if problems:
+        raise ValueError(f"the demo protocol is broken: {problems}")
+    protocol_publish(
+        project=project,
+        text=protocol.render_markdown(structure),
+        content=protocol.to_content(structure),
+    )
 
 
 def _by_query(rows: list[RunRow]) -> dict[str, list[RunRow]]:

@@ -1,18 +1,18 @@
-// Keyboard-first judging: 0-3 grade the item on screen and htmx swaps in the next one.
-// The time spent is measured here, from the moment an item is shown to the key press.
+// Keyboard-first judging. 0-3 grade the item on screen and htmx swaps in the next one;
+// u (unsure) and s (skip) open a one-line note that Enter sends; z undoes the last answer;
+// ? shows the keys; / searches the protocol. Keys are ignored while typing in a field.
+// The time spent is measured here, from the moment an item is shown to the answer.
 (function () {
   "use strict";
   let shownAt = performance.now();
 
   function panel() { return document.getElementById("judge-panel"); }
+  function hasItem() { const p = panel(); return Boolean(p && p.dataset.item); }
 
-  function grade(key) {
-    const p = panel();
-    if (!p || !p.dataset.item) return;
-    const button = p.querySelector('button.grade[data-key="' + key + '"]');
+  function elapsed() { return ((performance.now() - shownAt) / 1000).toFixed(3); }
+
+  function press(button) {
     if (!button || button.disabled) return;
-    const seconds = p.querySelector('input[name="seconds"]');
-    if (seconds) seconds.value = ((performance.now() - shownAt) / 1000).toFixed(3);
     button.classList.add("pressed");
     // A fast judge can press the next key before htmx has wired up freshly swapped-in content;
     // processing is idempotent, and without it the click would be a full-page form post.
@@ -20,28 +20,115 @@
     button.click();
   }
 
+  function grade(key) {
+    if (!hasItem()) return;
+    press(panel().querySelector('button.grade[data-key="' + key + '"]'));
+  }
+
+  const NOTE_LABELS = {
+    unsure: "What makes you unsure? (optional, Enter sends)",
+    skip: "Why skip this item? (required: a broken document, another language…)",
+  };
+
+  function openNote(kind) {
+    if (!hasItem()) return;
+    const form = panel().querySelector("#note-form");
+    if (!form) return;
+    form.hidden = false;
+    form.dataset.kind = kind;
+    form.querySelector('input[name="kind"]').value = kind;
+    form.querySelector("#note-label").textContent = NOTE_LABELS[kind];
+    const input = form.querySelector("#note-input");
+    input.required = kind === "skip";
+    if (window.htmx) window.htmx.process(form);
+    input.focus();
+  }
+
+  function closeNote() {
+    const form = panel() && panel().querySelector("#note-form");
+    if (!form) return;
+    form.hidden = true;
+    form.querySelector("#note-input").blur();
+  }
+
+  function undo() {
+    const form = document.getElementById("undo-form");
+    if (form) press(form.querySelector("button"));
+  }
+
+  function toggleHelp(show) {
+    const help = document.getElementById("help");
+    if (help) help.hidden = show === undefined ? !help.hidden : !show;
+  }
+
+  function isTyping(target) {
+    const tag = (target && target.tagName) || "";
+    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || Boolean(target && target.isContentEditable);
+  }
+
   document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
-    const tag = (event.target && event.target.tagName) || "";
-    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (isTyping(event.target)) {
+      if (event.key === "Escape") {
+        if (event.target.id === "note-input") closeNote(); else event.target.blur();
+      }
+      return; // Enter in the note field submits the note form by itself
+    }
+    if (event.repeat) return;
+    const actions = {
+      u: () => openNote("unsure"),
+      s: () => openNote("skip"),
+      z: undo,
+      "?": () => toggleHelp(),
+      Escape: () => toggleHelp(false),
+      "/": () => { const s = document.getElementById("protocol-search"); if (s) s.focus(); },
+    };
     if (/^[0-3]$/.test(event.key)) {
       event.preventDefault();
       grade(event.key);
+    } else if (Object.prototype.hasOwnProperty.call(actions, event.key)) {
+      event.preventDefault();
+      actions[event.key]();
     }
   });
 
-  // Mouse users: fill in the time as well before the form is sent.
+  // Buttons for mouse users, wired the same way as the keys.
   document.addEventListener("click", function (event) {
-    const button = event.target.closest && event.target.closest("button.grade");
+    const button = event.target.closest && event.target.closest("[data-action]");
     if (!button) return;
-    const seconds = panel() && panel().querySelector('input[name="seconds"]');
-    if (seconds && seconds.value === "0") {
-      seconds.value = ((performance.now() - shownAt) / 1000).toFixed(3);
-    }
+    const action = button.dataset.action;
+    if (action === "unsure" || action === "skip") openNote(action);
+    else if (action === "close-note") closeNote();
+    else if (action === "help") toggleHelp();
+  });
+
+  // Every answer carries the seconds spent on the item (capture: before htmx reads the form).
+  document.addEventListener("submit", function (event) {
+    const seconds = event.target.querySelector && event.target.querySelector('input[name="seconds"]');
+    if (seconds) seconds.value = elapsed();
   }, true);
 
   document.addEventListener("htmx:afterSwap", function () {
     shownAt = performance.now();
     window.scrollTo(0, 0);
+  });
+
+  // The protocol search filters grades, anchors, edge cases and the full text as you type.
+  document.addEventListener("input", function (event) {
+    if (event.target.id !== "protocol-search") return;
+    const needle = event.target.value.trim().toLowerCase();
+    const entries = document.querySelectorAll("#protocol .protocol-block li, #protocol .protocol-block p");
+    let hits = 0;
+    entries.forEach(function (entry) {
+      const match = !needle || entry.textContent.toLowerCase().includes(needle);
+      entry.hidden = !match;
+      if (match) hits += 1;
+    });
+    document.querySelectorAll("#protocol details.protocol-block").forEach(function (d) { d.open = Boolean(needle); });
+    const counter = document.getElementById("protocol-hits");
+    if (counter) {
+      counter.hidden = !needle;
+      counter.textContent = hits ? hits + " matching" : "No match.";
+    }
   });
 })();

@@ -56,6 +56,7 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     env["DJANGO_SETTINGS_MODULE"] = "assay.settings.base"
     env.setdefault("SECRET_KEY", "worker-in-tests")
     app.conf.update(broker_url=REDIS_URL, task_always_eager=False)
+    _drop_connections()
     app.connection_for_write().default_channel.client.flushdb()  # no stale tasks of earlier runs
     process = subprocess.Popen(
         [
@@ -81,6 +82,13 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         process.terminate()
         process.wait(timeout=20)
         app.conf.update(task_always_eager=True)
+        _drop_connections()
+
+
+def _drop_connections() -> None:
+    # Celery caches its connection and producer pools on first use; an earlier test may have
+    # created them for another broker setting, so drop them as Celery does after a fork.
+    app._after_fork()
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:

@@ -1,0 +1,150 @@
+"""The judging protocol as a structured object: no Django here.
+
+A protocol is an introduction (Markdown), the grades (value, short label, definition), anchor
+examples taken from the project's own corpus (query, document, grade, why) and edge-case rulings
+(question -> ruling). A published version stores both this structure (as JSON, for the judging
+page's panel) and its rendering as one Markdown document (what annotators read in full, what
+the diff between two versions compares).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Container, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+GRADE_VALUES = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class GradeDef:
+    value: int
+    label: str
+    definition: str
+
+
+@dataclass(frozen=True)
+class Anchor:
+    query: str
+    docid: str
+    grade: int
+    why: str
+    title: str = ""  # the document's title when the version was published
+
+
+@dataclass(frozen=True)
+class Ruling:
+    question: str
+    ruling: str
+
+
+@dataclass(frozen=True)
+class Protocol:
+    intro: str = ""
+    grades: tuple[GradeDef, ...] = ()
+    anchors: tuple[Anchor, ...] = ()
+    rulings: tuple[Ruling, ...] = field(default=())
+
+    @property
+    def is_structured(self) -> bool:
+        return bool(self.grades or self.anchors or self.rulings)
+
+
+def from_content(content: Mapping[str, Any], intro: str = "") -> Protocol:
+    """Read the JSON `content` of a version or a draft; unknown keys are ignored."""
+    return Protocol(
+        intro=str(content.get("intro", intro)),
+        grades=tuple(
+            GradeDef(int(g["value"]), str(g["label"]), str(g["definition"]))
+            for g in content.get("grades", [])
+        ),
+        anchors=tuple(
+            Anchor(
+                str(a["query"]),
+                str(a["docid"]),
+                int(a["grade"]),
+                str(a["why"]),
+                str(a.get("title", "")),
+            )
+            for a in content.get("anchors", [])
+        ),
+        rulings=tuple(
+            Ruling(str(r["question"]), str(r["ruling"])) for r in content.get("rulings", [])
+        ),
+    )
+
+
+def to_content(protocol: Protocol) -> dict[str, Any]:
+    return {
+        "intro": protocol.intro,
+        "grades": [asdict(g) for g in protocol.grades],
+        "anchors": [asdict(a) for a in protocol.anchors],
+        "rulings": [asdict(r) for r in protocol.rulings],
+    }
+
+
+def problems(protocol: Protocol, corpus: Container[str]) -> list[str]:
+    """What stops this protocol from being published, in words a lead can act on."""
+    found: list[str] = []
+    values = [g.value for g in protocol.grades]
+    if sorted(values) != list(GRADE_VALUES):
+        found.append("Define each grade 0, 1, 2 and 3 exactly once.")
+    for grade in protocol.grades:
+        if not grade.label.strip() or not grade.definition.strip():
+            found.append(f"Grade {grade.value} needs a label and a definition.")
+    for n, anchor in enumerate(protocol.anchors, start=1):
+        if anchor.docid not in corpus:
+            found.append(f"Anchor {n}: document {anchor.docid!r} is not in the project's corpus.")
+        if anchor.grade not in GRADE_VALUES:
+            found.append(f"Anchor {n}: the grade must be 0, 1, 2 or 3.")
+        if not anchor.query.strip() or not anchor.why.strip():
+            found.append(f"Anchor {n} needs a query and a reason why.")
+    for n, ruling in enumerate(protocol.rulings, start=1):
+        if not ruling.question.strip() or not ruling.ruling.strip():
+            found.append(f"Ruling {n} needs both a question and a ruling.")
+    return found
+
+
+def render_markdown(protocol: Protocol) -> str:
+    """The whole protocol as one Markdown document (the `annotation.markdown` subset)."""
+    parts = [protocol.intro.strip()] if protocol.intro.strip() else []
+    if protocol.grades:
+        lines = [f"- **{g.value}, {g.label}**: {g.definition}" for g in _by_value(protocol)]
+        parts.append("## Grades\n\n" + "\n".join(lines))
+    if protocol.anchors:
+        lines = [
+            f'- **{a.grade}**: "{a.query}" → *{a.title or a.docid}* (`{a.docid}`). {a.why}'
+            for a in protocol.anchors
+        ]
+        parts.append("## Anchor examples\n\n" + "\n".join(lines))
+    if protocol.rulings:
+        lines = [f"- **{r.question}** {r.ruling}" for r in protocol.rulings]
+        parts.append("## Edge cases\n\n" + "\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def _by_value(protocol: Protocol) -> list[GradeDef]:
+    return sorted(protocol.grades, key=lambda g: -g.value)
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    kind: str  # "added", "removed", "same" or "gap" (unchanged lines left out)
+    text: str
+
+
+def diff(old: str, new: str, context: int = 2) -> list[DiffLine]:
+    """What changed between two protocol texts, line by line, with a little context."""
+    a, b = old.splitlines(), new.splitlines()
+    out: list[DiffLine] = []
+    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(context):
+        if out:
+            out.append(DiffLine("gap", "…"))
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out.extend(DiffLine("same", line) for line in a[i1:i2])
+                continue
+            out.extend(DiffLine("removed", line) for line in a[i1:i2])
+            out.extend(DiffLine("added", line) for line in b[j1:j2])
+    return out

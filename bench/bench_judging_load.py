@@ -1,0 +1,485 @@
+"""Load test of the judging loop: annotators with no think time against gunicorn on PostgreSQL.
+
+Usage: python bench/bench_judging_load.py [--annotators 32] [--duration 30] [--workers N]
+       [--queries 5000] [--docs-per-query 20] [--reuse] [--output bench/results/judging.md]
+
+What it does, all on 127.0.0.1 and bounded in count and time:
+
+1. creates a fresh PostgreSQL database (`--database`, dropped first), migrates it and builds,
+   through the project's services, a project with `queries x docs-per-query` pool items (100,000
+   by default) and one user per simulated annotator;
+2. serves the app with gunicorn (DEBUG=0, the production settings, static files collected);
+3. one annotator alone, then `--annotators` at once, each on its own HTTP connection:
+   log in through the login form, open the judging page, then answer item after item exactly as
+   htmx does: one POST that stores the grade and returns the next item's panel. The latency of
+   that POST as the client sees it is "submit + next";
+4. afterwards checks in SQL that the stored judgments equal the acknowledged submissions, that
+   no unit has more holders than judges and that no single-judged item has two judges.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import http.client
+import os
+import platform
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SLUG = "load"
+PASSWORD = "load-test-password-1"
+ITEM = re.compile(rb'data-item="(\d+)"')
+KEY = re.compile(rb'name="key" value="([0-9a-f-]{36})"')
+TOKEN = re.compile(rb'name="csrfmiddlewaretoken" value="([^"]+)"')
+MAX_SUBMISSIONS = 200_000  # a hard bound on top of the duration
+
+
+# --- set-up (runs in a child process with Django configured) -------------------------------
+
+
+def setup_data(queries: int, per_query: int, annotators: int) -> None:
+    sys.path.insert(0, str(REPO))
+    import django
+
+    django.setup()
+    from django.contrib.auth.hashers import make_password
+    from django.contrib.auth.models import User
+
+    from annotation.models import Membership, Role
+    from annotation.services import corpus_import, project_create, protocol_publish, queries_import
+    from pooling.services import pool_build, run_import
+
+    tmp = Path(tempfile.mkdtemp())
+    write_files(tmp, queries, per_query)
+    project = project_create(slug=SLUG, name="Load test")
+    protocol_publish(project=project, text="Grade 3: answers it. Grade 0: unrelated.")
+    corpus_import(project=project, path=tmp / "corpus.tsv")
+    queries_import(project=project, path=tmp / "queries.tsv")
+    run = run_import(project=project, path=tmp / "system.run", name="system")
+    pool_build(project=project, runs=[run], depth=per_query, seed=1)
+    password = make_password(PASSWORD)  # hashed once: 33 slow hashes would only cost time
+    users = User.objects.bulk_create(
+        [User(username=name, password=password) for name in usernames(annotators)]
+    )
+    Membership.objects.bulk_create(
+        [Membership(project=project, user=u, role=Role.ANNOTATOR) for u in users]
+    )
+
+
+def usernames(annotators: int) -> list[str]:
+    return ["solo"] + [f"judge{i:03d}" for i in range(annotators)]
+
+
+WORDS = (
+    "sync",
+    "export",
+    "invoice",
+    "password",
+    "webhook",
+    "offline",
+    "backup",
+    "editor",
+    "sharing",
+    "calendar",
+)
+
+
+def write_files(tmp: Path, queries: int, per_query: int) -> None:
+    words = WORDS
+    with open(tmp / "corpus.tsv", "w") as corpus, open(tmp / "system.run", "w") as run:
+        for q in range(queries):
+            for d in range(per_query):
+                docid = f"doc{q:05d}-{d:02d}"
+                text = " ".join(words[(q + d + i) % len(words)] for i in range(70))
+                corpus.write(f"{docid}\tHow to {words[d % len(words)]} ({q})\t{text}\n")
+                run.write(f"q{q:05d} Q0 {docid} {d + 1} {100 - d} system\n")
+    with open(tmp / "queries.tsv", "w") as out:
+        for q in range(queries):
+            out.write(f"q{q:05d}\t{words[q % len(words)]} {words[(q * 7) % len(words)]} help\n")
+
+
+# --- the simulated annotators --------------------------------------------------------------
+
+
+@dataclass
+class Annotator:
+    port: int
+    username: str
+    latencies: list[float] = field(default_factory=list)
+    acknowledged: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        self.cookies: dict[str, str] = {}
+
+    def call(self, method: str, path: str, body: str = "", headers: dict | None = None):
+        sent = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+        sent.update(headers or {})
+        self.conn.request(method, path, body=body or None, headers=sent)
+        response = self.conn.getresponse()
+        data = response.read()
+        for cookie in response.headers.get_all("Set-Cookie") or []:
+            name, _, rest = cookie.partition("=")
+            self.cookies[name.strip()] = rest.split(";", 1)[0]
+        return response.status, data
+
+    def log_in(self) -> None:
+        _, page = self.call("GET", "/accounts/login/")
+        token = TOKEN.search(page)
+        assert token, "no CSRF token on the login page"
+        form = {"username": self.username, "password": PASSWORD}
+        form["csrfmiddlewaretoken"] = token.group(1).decode()
+        status, _ = self.call("POST", "/accounts/login/", urllib.parse.urlencode(form), FORM)
+        assert status == 302 and "sessionid" in self.cookies, f"login failed: {status}"
+
+    def judge(self, deadline: float, budget: Budget) -> None:
+        _, page = self.call("GET", f"/p/{SLUG}/judge/")
+        headers = FORM | {"HX-Request": "true", "X-CSRFToken": self.cookies["csrftoken"]}
+        n = 0
+        while time.monotonic() < deadline and budget.take():
+            item, key = ITEM.search(page), KEY.search(page)
+            if item is None or key is None:
+                break  # nothing left to judge
+            body = f"kind=grade&grade={n % 4}&seconds=1.5&key={key.group(1).decode()}"
+            start = time.perf_counter()
+            try:
+                status, page = self.call(
+                    "POST", f"/p/{SLUG}/judge/{item.group(1).decode()}/", body, headers
+                )
+            except (OSError, http.client.HTTPException) as error:
+                self.errors.append(repr(error))
+                self.conn.close()
+                break
+            self.latencies.append(time.perf_counter() - start)
+            if status == 200:
+                self.acknowledged += 1
+            else:
+                self.errors.append(f"HTTP {status}")
+            n += 1
+
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+CPU_PARTS = ("client", "app", "postgres", "other")
+
+
+class Budget:
+    """A shared cap on the number of submissions."""
+
+    def __init__(self, limit: int) -> None:
+        self.left, self.lock = limit, threading.Lock()
+
+    def take(self) -> bool:
+        with self.lock:
+            self.left -= 1
+            return self.left >= 0
+
+
+@dataclass
+class Phase:
+    annotators: int
+    seconds: float
+    latencies: list[float]
+    acknowledged: int
+    errors: list[str]
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds by part, whole phase
+
+    def percentile(self, p: float) -> float:
+        ordered = sorted(self.latencies) or [float("nan")]
+        return 1000 * ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+    @property
+    def throughput(self) -> float:
+        return self.acknowledged / self.seconds
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_part(server_pid: int) -> dict[str, float]:
+    """CPU seconds used so far by the load client, gunicorn, PostgreSQL and everything else
+    on the machine (other people's work on a shared machine shows up as "other")."""
+    parts = {"client": sum(os.times()[:2]), "app": 0.0, "postgres": 0.0}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        pid, ppid = int(stat.parent.name), int(fields[1])
+        # own time, plus that of children already reaped (PostgreSQL backends come and go)
+        used = sum(int(f) for f in fields[11:15]) / TICK
+        if pid == server_pid or ppid == server_pid:
+            parts["app"] += used
+        elif name == "postgres":
+            parts["postgres"] += used
+    busy = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    total = (sum(int(x) for x in busy[:8]) - int(busy[3]) - int(busy[4])) / TICK
+    parts["other"] = total - parts["client"] - parts["app"] - parts["postgres"]
+    return parts
+
+
+def run_phase(port: int, names: list[str], duration: float, server_pid: int) -> Phase:
+    clients = [Annotator(port, name) for name in names]
+    for client in clients:
+        client.log_in()
+    budget = Budget(MAX_SUBMISSIONS)
+    barrier = threading.Barrier(len(clients) + 1)
+    deadline_box: list[float] = []
+
+    def work(client: Annotator) -> None:
+        barrier.wait()
+        client.judge(deadline_box[0], budget)
+
+    threads = [threading.Thread(target=work, args=(c,)) for c in clients]
+    for thread in threads:
+        thread.start()
+    deadline_box.append(time.monotonic() + duration)
+    before = cpu_by_part(server_pid)
+    started = time.perf_counter()
+    barrier.wait()
+    for thread in threads:
+        thread.join(timeout=duration + 60)
+    elapsed = time.perf_counter() - started
+    after = cpu_by_part(server_pid)
+    return Phase(
+        cpu={part: after[part] - before[part] for part in after},
+        annotators=len(clients),
+        seconds=elapsed,
+        latencies=[x for c in clients for x in c.latencies],
+        acknowledged=sum(c.acknowledged for c in clients),
+        errors=[e for c in clients for e in c.errors],
+    )
+
+
+# --- the server and the checks -------------------------------------------------------------
+
+
+def database_env(args: argparse.Namespace, static_root: str) -> dict[str, str]:
+    return dict(
+        os.environ,
+        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{args.database}",
+        SECRET_KEY="load-test-only",
+        DEBUG="0",
+        ALLOWED_HOSTS="127.0.0.1",
+        STATIC_ROOT=static_root,
+        DJANGO_SETTINGS_MODULE="assay.settings.base",
+        LOG_LEVEL="WARNING",
+    )
+
+
+def sql(args: argparse.Namespace, query: str, dbname: str | None = None) -> list[tuple]:
+    import psycopg
+
+    with psycopg.connect(
+        host="127.0.0.1", user="postgres", dbname=dbname or args.database, autocommit=True
+    ) as conn:
+        cursor = conn.execute(query)
+        return cursor.fetchall() if cursor.description else []
+
+
+def prepare(args: argparse.Namespace, env: dict[str, str]) -> None:
+    manage = [sys.executable, "manage.py"]
+    if not args.reuse:
+        sql(args, f'DROP DATABASE IF EXISTS "{args.database}"', dbname="postgres")
+        sql(args, f'CREATE DATABASE "{args.database}"', dbname="postgres")
+        subprocess.run([*manage, "migrate", "-v0"], cwd=REPO, env=env, check=True)
+        start = time.perf_counter()
+        setup = [sys.executable, __file__, "--setup", "--queries", str(args.queries)]
+        setup += ["--docs-per-query", str(args.docs_per_query)]
+        setup += ["--annotators", str(args.annotators)]
+        subprocess.run(setup, cwd=REPO, env=env, check=True)
+        print(f"set-up: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    else:  # start again from no judgments at all, on an up-to-date schema
+        subprocess.run([*manage, "migrate", "-v0"], cwd=REPO, env=env, check=True)
+        sql(args, "TRUNCATE judging_judgment, judging_claim, django_session")
+        sql(args, "UPDATE judging_workunit SET claims_taken = 0")
+    sql(args, "VACUUM ANALYZE")
+    subprocess.run([*manage, "collectstatic", "--noinput", "-v0"], cwd=REPO, env=env, check=True)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def serve(args: argparse.Namespace, env: dict[str, str]) -> subprocess.Popen:
+    command = [
+        sys.executable, "-m", "gunicorn", "assay.wsgi:application",
+        "--workers", str(args.workers), "--bind", f"127.0.0.1:{args.port}",
+        "--backlog", "256", "--log-level", "warning",
+        "--worker-class", args.worker_class, "--threads", str(args.threads),
+    ]  # fmt: skip
+    server = subprocess.Popen(command, cwd=REPO, env=env)
+    for _ in range(100):
+        if server.poll() is not None:
+            sys.exit("gunicorn stopped at start-up (is the port free?)")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                return server
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    sys.exit("gunicorn did not come up")
+
+
+def checks(args: argparse.Namespace, acknowledged: int) -> dict[str, int]:
+    stored = sql(args, "SELECT count(*) FROM judging_judgment")[0][0]
+    over = sql(
+        args,
+        """SELECT count(*) FROM judging_workunit u WHERE u.judges_needed < (
+               SELECT count(*) FROM judging_claim c
+               WHERE c.unit_id = u.id AND c.state IN ('active', 'assigned', 'done'))""",
+    )[0][0]
+    counter_off = sql(
+        args,
+        """SELECT count(*) FROM judging_workunit u WHERE u.claims_taken <> (
+               SELECT count(*) FROM judging_claim c
+               WHERE c.unit_id = u.id AND c.state IN ('active', 'assigned', 'done'))""",
+    )[0][0]
+    twice = sql(
+        args,
+        """SELECT count(*) FROM (
+               SELECT j.pool_item_id FROM judging_judgment j
+               JOIN pooling_poolitem i ON i.id = j.pool_item_id
+               JOIN judging_workunit u ON u.pool_id = i.pool_id AND u.query_id = i.query_id
+               WHERE u.judges_needed = 1
+               GROUP BY j.pool_item_id HAVING count(DISTINCT j.user_id) > 1) AS t""",
+    )[0][0]
+    keys = sql(args, "SELECT count(DISTINCT idempotency_key) FROM judging_judgment")[0][0]
+    items = sql(args, "SELECT count(*) FROM pooling_poolitem")[0][0]
+    return {
+        "pool items": items,
+        "acknowledged submissions": acknowledged,
+        "stored judgments": stored,
+        "distinct idempotency keys": keys,
+        "units with more holders than judges needed": over,
+        "units whose claims_taken disagrees with their claims": counter_off,
+        "single-judged items judged by two people": twice,
+    }
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    mem = next(
+        int(line.split()[1]) / 1024**2
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal")
+    )
+    pg = sql_version()
+    return (
+        f"{model}, {os.cpu_count()} logical cores, {mem:.0f} GB RAM; Python "
+        f"{platform.python_version()}; {pg}; client and server on the same machine"
+    )
+
+
+def sql_version() -> str:
+    import psycopg
+
+    with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres") as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+    return f"PostgreSQL {row[0].split()[0]}" if row else "PostgreSQL"
+
+
+def report(args: argparse.Namespace, solo: Phase, crowd: Phase, verdict: dict[str, int]) -> str:
+    def row(p: Phase) -> str:
+        return (
+            f"| {p.annotators} | {p.seconds:.1f} | {len(p.latencies)} | {p.percentile(50):.1f} | "
+            f"{p.percentile(95):.1f} | {p.percentile(99):.1f} | "
+            f"{1000 * statistics.fmean(p.latencies or [float('nan')]):.1f} | "
+            f"{p.throughput:.0f} | {len(p.errors)} |"
+        )
+
+    lines = [
+        f"Run on {datetime.date.today().isoformat()}: {machine()}.",
+        f"gunicorn {args.workers} {args.worker_class} workers"
+        + (f" x {args.threads} threads" if args.worker_class == "gthread" else "")
+        + ", DEBUG=0, `CONN_MAX_AGE` 60; "
+        f"{verdict['pool items']:,} pool items ({args.queries:,} queries x "
+        f"{args.docs_per_query} documents); clients: Python threads, one HTTP/1.1 "
+        "connection each (reopened when a sync worker closes it), no think time.",
+        "",
+        "| annotators | seconds | submissions | p50 ms | p95 ms | p99 ms | mean ms | "
+        "judgments/s | errors |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        row(solo),
+        row(crowd),
+        "",
+        "CPU time per acknowledged submission, by part (ms):",
+        "",
+        "| annotators | load client | gunicorn (Django) | PostgreSQL | other processes |",
+        "|---:|---:|---:|---:|---:|",
+        *[
+            f"| {p.annotators} | "
+            + " | ".join(f"{1000 * p.cpu[k] / max(p.acknowledged, 1):.1f}" for k in CPU_PARTS)
+            + " |"
+            for p in (solo, crowd)
+        ],
+        "",
+        "| check after the run | value |",
+        "|---|---:|",
+        *[f"| {name} | {value:,} |" for name, value in verdict.items()],
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--annotators", type=int, default=32)
+    parser.add_argument("--duration", type=float, default=30.0)
+    parser.add_argument("--single-duration", type=float, default=10.0)
+    parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1))
+    parser.add_argument("--worker-class", default="sync", choices=["sync", "gthread"])
+    parser.add_argument("--threads", type=int, default=1, help="per worker, with gthread")
+    parser.add_argument("--queries", type=int, default=5000)
+    parser.add_argument("--docs-per-query", type=int, default=20)
+    parser.add_argument("--port", type=int, default=0, help="default: a free one")
+    parser.add_argument("--database", default="assay_bench_judging")
+    parser.add_argument("--reuse", action="store_true", help="keep the data of the last run")
+    parser.add_argument("--output", type=Path)
+    parser.add_argument("--setup", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.setup:
+        setup_data(args.queries, args.docs_per_query, args.annotators)
+        return
+    env = database_env(args, tempfile.mkdtemp())
+    args.port = args.port or free_port()
+    prepare(args, env)
+    server = serve(args, env)
+    try:
+        solo = run_phase(args.port, ["solo"], args.single_duration, server.pid)
+        crowd = run_phase(args.port, usernames(args.annotators)[1:], args.duration, server.pid)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    verdict = checks(args, solo.acknowledged + crowd.acknowledged)
+    text = report(args, solo, crowd, verdict)
+    print(text)
+    for error in (solo.errors + crowd.errors)[:10]:
+        print("error:", error, file=sys.stderr)
+    if args.output:
+        args.output.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

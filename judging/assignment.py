@@ -1,0 +1,60 @@
+"""Who judges what, as plain arithmetic: no Django here.
+
+Blind double-judging needs two choices. Which queries get a second judge: a fixed share of each
+stratum, drawn at random with a seed, so that agreement is measured across every kind of query
+and a rebuild gives the same choice. And which query an annotator takes next: the first open one
+in the pool's order, except that a query already judged once goes preferably to someone who has
+rarely been paired with its first judge, so that pairs rotate.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+
+def double_count(size: int, share: float) -> int:
+    """round(share x size), halves rounded up (Python's round() would round 0.5 down to 0)."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"the double-judged share must be between 0 and 1, not {share!r}")
+    return min(size, math.floor(share * size + 0.5))
+
+
+def choose_double(strata: Mapping[str, Sequence[int]], share: float, seed: int) -> set[int]:
+    """The ids to judge twice: round(share x n) of each stratum's n ids, drawn with `seed`.
+
+    Strata are visited in sorted order and ids sorted within each, so the draw depends only on
+    the seed and the sets of ids, never on the order they were given in.
+    """
+    rng = random.Random(seed)
+    chosen: set[int] = set()
+    for stratum in sorted(strata):
+        members = sorted(strata[stratum])
+        chosen.update(rng.sample(members, double_count(len(members), share)))
+    return chosen
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An open work unit as the claim sees it."""
+
+    unit_id: int
+    position: int
+    other_judges: tuple[int, ...]  # user ids already holding the unit (double units only)
+
+
+def pick(candidates: Sequence[Candidate], pairings: Mapping[int, int]) -> list[Candidate]:
+    """Candidates in the order to try them.
+
+    A unit nobody holds yet ranks as if paired 0 times, so it comes in position order; a unit
+    already held by someone comes earlier the fewer times this annotator was paired with them.
+    Ties go to the earlier position.
+    """
+
+    def key(candidate: Candidate) -> tuple[int, int]:
+        times = max((pairings.get(u, 0) for u in candidate.other_judges), default=0)
+        return times, candidate.position
+
+    return sorted(candidates, key=key)

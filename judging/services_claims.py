@@ -1,0 +1,231 @@
+"""Claims on work units: who holds which query, taken and given back safely.
+
+A claim is taken with `select_for_update(skip_locked=True)` on a small batch of open units
+(PostgreSQL) and a compare-and-set update of the unit's `claims_taken`, which alone keeps SQLite
+correct too. Idle claims expire lazily, when someone next claims in the same pool.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F
+from django.utils import timezone
+
+from annotation.models import Project
+from pooling.models import Pool
+
+from .assignment import Candidate, pick
+from .models import HOLDING, Claim, ClaimState, JudgingPolicy, WorkUnit
+
+BATCH = 8  # open units locked per claim attempt: enough to choose a rotating pair from
+CLAIM_ATTEMPTS = 20  # waits add up to under a second when every open unit is being claimed
+
+
+class JudgingError(Exception):
+    """A request the judging rules refuse; the message says why, in the annotator's words."""
+
+
+class BadAnswer(JudgingError, ValueError):
+    """The answer itself is malformed (HTTP 400)."""
+
+
+class NotYours(JudgingError):
+    """The item is not in the annotator's active claim, or the key was used elsewhere (409)."""
+
+
+class NoSuchItem(JudgingError):
+    """The item is not part of this pool (HTTP 404)."""
+
+
+def policy_of(project: Project) -> JudgingPolicy:
+    """The project's judging settings (the defaults when none were saved)."""
+    return JudgingPolicy.objects.filter(project=project).first() or JudgingPolicy(project=project)
+
+
+def current_pool(project: Project) -> Pool | None:
+    """The pool annotators work on: the project's most recent one."""
+    return project.pools.order_by("-created_at", "-pk").first()
+
+
+# --- claims --------------------------------------------------------------------------------
+
+
+def claim_active(*, pool: Pool, user: User) -> Claim | None:
+    return (
+        Claim.objects.select_related("unit")
+        .filter(pool=pool, user=user, state=ClaimState.ACTIVE)
+        .first()
+    )
+
+
+def claim_next(*, pool: Pool, user: User) -> Claim | None:
+    """The user's active claim, or a newly taken one; None when nothing is open to them."""
+    active = claim_active(pool=pool, user=user)
+    if active is not None:
+        return active
+    try:
+        return _claim_take(pool=pool, user=user)
+    except IntegrityError:
+        # Another request of the same person (a second tab) claimed first: use that claim.
+        return claim_active(pool=pool, user=user)
+
+
+@transaction.atomic
+def _claim_take(*, pool: Pool, user: User) -> Claim | None:
+    now = timezone.now()
+    claims_expire(pool=pool, now=now)
+    assigned = (
+        Claim.objects.select_related("unit")
+        .filter(pool=pool, user=user, state=ClaimState.ASSIGNED)
+        .order_by("claimed_at", "pk")
+        .first()
+    )
+    if assigned is not None:
+        claim_state_set(assigned, ClaimState.ACTIVE, now)
+        return assigned
+    for attempt in range(CLAIM_ATTEMPTS):
+        batch = _open_units(pool, user)
+        if batch is None:
+            return None
+        if not batch:
+            # Every open unit is locked by someone else's claim, which commits within
+            # milliseconds: wait a little and look again rather than say "nothing left".
+            time.sleep(min(0.002 * 2**attempt, 0.05))
+            continue
+        for unit in _in_rotation_order(batch, pool, user):
+            if place_take(unit):
+                return claim_hold(unit, user, now)
+    return None
+
+
+def _open_units(pool: Pool, user: User) -> list[WorkUnit] | None:
+    """A batch of units with room, locked: the user's own expired ones first (resume their
+    work), then units they never held, then units they released (back only when nothing else
+    is left). None when there is nothing for them; [] when all of it is locked right now."""
+    open_units = WorkUnit.objects.filter(pool=pool, claims_taken__lt=F("judges_needed"))
+    mine = Claim.objects.filter(pool=pool, user=user)
+    tiers = (
+        open_units.filter(pk__in=mine.filter(state=ClaimState.EXPIRED).values("unit_id")),
+        open_units.exclude(pk__in=mine.values("unit_id")),
+        open_units.filter(pk__in=mine.filter(state=ClaimState.RELEASED).values("unit_id")),
+    )
+    contended = False
+    for units in tiers:
+        locked = units.order_by("position").select_for_update(skip_locked=True, of=("self",))
+        batch = list(locked[:BATCH])
+        if batch:
+            return batch
+        contended = contended or units.exists()
+    return [] if contended else None
+
+
+def _in_rotation_order(batch: list[WorkUnit], pool: Pool, user: User) -> list[WorkUnit]:
+    half_held = [u.pk for u in batch if u.is_double and u.claims_taken > 0]
+    if not half_held:
+        return batch
+    holders: dict[int, list[int]] = defaultdict(list)
+    rows = Claim.objects.filter(unit_id__in=half_held, state__in=HOLDING).exclude(user=user)
+    for unit_id, other in rows.values_list("unit_id", "user_id"):
+        holders[unit_id].append(other)
+    candidates = [Candidate(u.pk, u.position, tuple(holders.get(u.pk, ()))) for u in batch]
+    by_id = {u.pk: u for u in batch}
+    return [by_id[c.unit_id] for c in pick(candidates, _pairings(pool, user, holders))]
+
+
+def _pairings(pool: Pool, user: User, holders: dict[int, list[int]]) -> dict[int, int]:
+    """How many double units of the pool `user` shares with each of the other judges."""
+    others = {other for users in holders.values() for other in users}
+    mine = Claim.objects.filter(pool=pool, user=user, state__in=HOLDING).values("unit_id")
+    rows = (
+        Claim.objects.filter(unit_id__in=mine, user_id__in=others, state__in=HOLDING)
+        .values("user_id")
+        .annotate(n=Count("pk"))
+    )
+    return {row["user_id"]: row["n"] for row in rows}
+
+
+def place_take(unit: WorkUnit) -> bool:
+    """Compare-and-set: take one place on the unit if one is still free."""
+    taken = WorkUnit.objects.filter(pk=unit.pk, claims_taken__lt=F("judges_needed")).update(
+        claims_taken=F("claims_taken") + 1
+    )
+    return taken == 1
+
+
+def place_free(unit_id: int) -> None:
+    WorkUnit.objects.filter(pk=unit_id, claims_taken__gt=0).update(
+        claims_taken=F("claims_taken") - 1
+    )
+
+
+def claim_hold(unit: WorkUnit, user: User, now: datetime, state: str = ClaimState.ACTIVE) -> Claim:
+    claim = Claim.objects.filter(unit=unit, user=user).first()
+    if claim is None:
+        return Claim.objects.create(
+            pool_id=unit.pool_id, unit=unit, user=user, state=state, claimed_at=now, touched_at=now
+        )
+    claim.claimed_at = now
+    claim_state_set(claim, state, now)
+    return claim
+
+
+def claim_state_set(claim: Claim, state: str, now: datetime) -> None:
+    claim.state, claim.touched_at = state, now
+    claim.finished_at = now if state == ClaimState.DONE else None
+    claim.save(update_fields=["state", "claimed_at", "touched_at", "finished_at"])
+
+
+@transaction.atomic
+def claims_expire(*, pool: Pool, now: datetime | None = None) -> int:
+    """Active claims idle for longer than the project's limit go back to the pool."""
+    now = now or timezone.now()
+    minutes = policy_of(pool.project).claim_idle_minutes
+    stale = (
+        Claim.objects.select_for_update(skip_locked=True)
+        .filter(pool=pool, state=ClaimState.ACTIVE, touched_at__lt=now - timedelta(minutes=minutes))
+        .values_list("pk", "unit_id")
+    )
+    expired = 0
+    for pk, unit_id in list(stale):
+        if Claim.objects.filter(pk=pk, state=ClaimState.ACTIVE).update(state=ClaimState.EXPIRED):
+            place_free(unit_id)
+            expired += 1
+    return expired
+
+
+@transaction.atomic
+def claim_release(*, claim: Claim) -> Claim:
+    """Give a query back (by its annotator or a lead); the judgments made on it stay."""
+    claim = Claim.objects.select_for_update().get(pk=claim.pk)
+    if claim.state not in (ClaimState.ACTIVE, ClaimState.ASSIGNED):
+        raise JudgingError("only a query being worked on, or assigned, can be released")
+    claim_state_set(claim, ClaimState.RELEASED, timezone.now())
+    place_free(claim.unit_id)
+    return claim
+
+
+@transaction.atomic
+def claim_reassign(*, claim: Claim, to: User) -> Claim:
+    """Move a claim to another member: it becomes theirs, active at once if they hold no other
+    active claim in the pool, else next in their queue. The first holder's judgments stay."""
+    claim = Claim.objects.select_for_update().select_related("unit").get(pk=claim.pk)
+    if claim.state not in (ClaimState.ACTIVE, ClaimState.ASSIGNED, ClaimState.EXPIRED):
+        raise JudgingError("only a query being worked on, assigned or expired can be reassigned")
+    if claim.user_id == to.pk:
+        raise JudgingError(f"{to.username} already holds this query")
+    theirs = Claim.objects.filter(unit=claim.unit, user=to).first()
+    if theirs is not None and theirs.state in HOLDING:
+        raise JudgingError(f"{to.username} has already judged or holds this query")
+    now = timezone.now()
+    if claim.state == ClaimState.EXPIRED and not place_take(claim.unit):
+        raise JudgingError("this query has been taken by someone else since it expired")
+    if claim.state != ClaimState.EXPIRED:
+        claim_state_set(claim, ClaimState.RELEASED, now)
+    busy = Claim.objects.filter(pool_id=claim.pool_id, user=to, state=ClaimState.ACTIVE)
+    state = ClaimState.ASSIGNED if busy.exists() else ClaimState.ACTIVE
+    return claim_hold(claim.unit, to, now, state=state)

@@ -1,0 +1,169 @@
+"""The lead's judging pages: progress, throughput, claims (release, reassign), members, and
+the full history of an item. Annotators get 403 on every one of them."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.access import Access, project_for_lead
+from annotation.models import Role
+from annotation.services import membership_set
+from pooling.models import Pool
+
+from .models import Claim, WorkUnit
+from .reports import (
+    item_history,
+    judging_summary,
+    open_claims,
+    queries_progress,
+    strata_progress,
+    team_throughput,
+    unit_items,
+)
+from .services import (
+    JudgingError,
+    current_pool,
+    judging_policy_set,
+    policy_of,
+)
+from .services_claims import claim_reassign, claim_release
+
+QUERIES_PER_PAGE = 50
+
+
+def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
+    return project_for_lead(request, slug)
+
+
+def _pool_or_404(access: Access) -> Pool:
+    pool = current_pool(access.project)
+    if pool is None:
+        raise Http404("this project has no pool yet")
+    return pool
+
+
+@login_required
+def judging_overview(request: HttpRequest, slug: str) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    project = access.project
+    pool = current_pool(project)
+    context: dict[str, object] = {
+        "project": project,
+        "pool": pool,
+        "policy": policy_of(project),
+        "members": project.memberships.select_related("user").order_by("user__username"),
+    }
+    if pool is not None:
+        summaries = judging_summary(pool=pool)
+        page = Paginator(pool.units.select_related("query"), QUERIES_PER_PAGE).get_page(
+            request.GET.get("page")
+        )
+        context.update(
+            summaries=summaries,
+            team=team_throughput(summaries, pool),
+            strata=strata_progress(pool=pool),
+            claims=open_claims(pool=pool),
+            page=page,
+            queries=queries_progress(pool=pool, units=list(page.object_list)),
+        )
+    return render(request, "judging/lead_overview.html", context)
+
+
+@login_required
+def unit_detail(request: HttpRequest, slug: str, unit_id: int) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    pool = _pool_or_404(access)
+    unit = get_object_or_404(WorkUnit.objects.select_related("query"), pk=unit_id, pool=pool)
+    context = {
+        "project": access.project,
+        "unit": unit,
+        "claims": unit.claims.select_related("user").order_by("claimed_at"),
+        "rows": unit_items(unit=unit),
+    }
+    return render(request, "judging/lead_unit.html", context)
+
+
+@login_required
+def item_history_view(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    pool = _pool_or_404(access)
+    item = get_object_or_404(pool.items.select_related("query", "document"), pk=item_id)
+    unit = WorkUnit.objects.filter(pool=pool, query=item.query).first()
+    context = {
+        "project": access.project,
+        "item": item,
+        "unit": unit,
+        "rows": item_history(item=item),
+    }
+    return render(request, "judging/lead_item.html", context)
+
+
+def _claim_of(access: Access, claim_id: int) -> Claim:
+    return get_object_or_404(Claim, pk=claim_id, pool__project=access.project)
+
+
+@login_required
+@require_POST
+def claim_release_view(request: HttpRequest, slug: str, claim_id: int) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    claim = _claim_of(access, claim_id)
+    try:
+        claim_release(claim=claim)
+        messages.info(request, f"Released {claim.user.username}'s claim on {claim.unit.query.qid}.")
+    except JudgingError as error:
+        messages.error(request, str(error))
+    return redirect("judging_overview", slug=slug)
+
+
+@login_required
+@require_POST
+def claim_reassign_view(request: HttpRequest, slug: str, claim_id: int) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    claim = _claim_of(access, claim_id)
+    member = access.project.memberships.filter(user__username=request.POST.get("to", "")).first()
+    if member is None:
+        messages.error(request, "Choose a member of this project to reassign the query to.")
+        return redirect("judging_overview", slug=slug)
+    try:
+        moved = claim_reassign(claim=claim, to=member.user)
+        messages.info(
+            request, f"{claim.unit.query.qid} is now {moved.user.username}'s ({moved.state})."
+        )
+    except JudgingError as error:
+        messages.error(request, str(error))
+    return redirect("judging_overview", slug=slug)
+
+
+@login_required
+@require_POST
+def member_add(request: HttpRequest, slug: str) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    username = request.POST.get("username", "").strip()
+    user = User.objects.filter(username=username, is_active=True).first()
+    role = request.POST.get("role", Role.ANNOTATOR)
+    if user is None or role not in Role.values:
+        messages.error(request, f"No active user named {username!r}: create the account first.")
+    else:
+        membership_set(project=access.project, user=user, role=Role(role))
+        messages.info(request, f"{user.username} is now a {role} of this project.")
+    return redirect("judging_overview", slug=slug)
+
+
+@login_required
+@require_POST
+def policy_save(request: HttpRequest, slug: str) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    try:
+        minutes = int(request.POST.get("claim_idle_minutes", ""))
+        share = float(request.POST.get("double_share_percent", "")) / 100
+        judging_policy_set(project=access.project, claim_idle_minutes=minutes, double_share=share)
+        messages.info(request, "Judging settings saved.")
+    except (ValueError, JudgingError) as error:
+        messages.error(request, f"Not saved: {error}")
+    return redirect("judging_overview", slug=slug)

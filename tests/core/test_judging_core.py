@@ -1,0 +1,104 @@
+"""Pure cores of judging and the protocol: highlighting, double selection, pairing, diffs."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation import protocol as core
+from judging.assignment import Candidate, choose_double, double_count, pick
+from judging.highlight import highlight, query_terms
+
+
+def test_it_escapes_before_marking_terms() -> None:
+    html = highlight('<script>alert("x")</script>', ["script"])
+    assert html == "&lt;<mark>script</mark>&gt;alert(&quot;x&quot;)&lt;/<mark>script</mark>&gt;"
+    assert "<script" not in html
+
+
+def test_it_never_breaks_an_entity() -> None:
+    assert highlight("Tom & Amp", ["amp"]) == "Tom &amp; <mark>Amp</mark>"
+    assert highlight("a < b", ["lt"]) == "a &lt; b"
+
+
+def test_it_marks_words_starting_with_a_term_case_blind() -> None:
+    assert highlight("Webhooks retry", ["webhook"]) == "<mark>Webhooks</mark> retry"
+    assert highlight("unwebhook", ["webhook"]) == "unwebhook"
+    assert highlight("x (y)", ["(y"]) == "x (y)"  # terms are literal, not patterns
+
+
+def test_it_picks_query_terms_without_stopwords() -> None:
+    assert query_terms("How do I reset my Password?") == ["password", "reset"]
+    assert query_terms("QM-2043") == ["2043", "qm"]
+    assert highlight("plain text", []) == "plain text"
+
+
+def test_it_rounds_the_double_share_half_up() -> None:
+    assert [double_count(n, 0.2) for n in (0, 1, 2, 3, 5, 10, 13)] == [0, 0, 0, 1, 1, 2, 3]
+    assert double_count(4, 1.0) == 4
+    with pytest.raises(ValueError):
+        double_count(4, 1.5)
+
+
+def test_it_chooses_doubles_per_stratum_reproducibly() -> None:
+    strata = {"head": list(range(10)), "tail": list(range(10, 30))}
+    chosen = choose_double(strata, 0.2, seed=3)
+    assert len(chosen & set(range(10))) == 2 and len(chosen - set(range(10))) == 4
+    assert (
+        choose_double({"tail": list(reversed(strata["tail"])), "head": strata["head"]}, 0.2, 3)
+        == chosen
+    )
+    assert choose_double(strata, 0.2, seed=4) != chosen
+
+
+def test_it_prefers_the_least_paired_first_judge() -> None:
+    candidates = [
+        Candidate(1, 1, (10,)),  # held by someone paired twice with us
+        Candidate(2, 2, ()),  # nobody yet
+        Candidate(3, 3, (11,)),  # held by someone never paired with us
+    ]
+    assert [c.unit_id for c in pick(candidates, {10: 2})] == [2, 3, 1]
+    assert [c.unit_id for c in pick(candidates, {})] == [1, 2, 3]
+
+
+def sample() -> core.Protocol:
+    return core.Protocol(
+        intro="# Task\n\nJudge the need.",
+        grades=tuple(core.GradeDef(v, f"L{v}", f"def {v}") for v in (0, 1, 2, 3)),
+        anchors=(core.Anchor("q", "d1", 3, "because", "Doc one"),),
+        rulings=(core.Ruling("Old pages?", "1 at most."),),
+    )
+
+
+def test_it_renders_a_protocol_as_one_markdown_document() -> None:
+    text = core.render_markdown(sample())
+    assert text.startswith("# Task")
+    assert "- **3, L3**: def 3\n- **2, L2**: def 2" in text  # highest grade first
+    assert '- **3**: "q" → *Doc one* (`d1`). because' in text
+    assert "## Edge cases\n\n- **Old pages?** 1 at most." in text
+
+
+def test_it_round_trips_through_json_content() -> None:
+    assert core.from_content(core.to_content(sample())) == sample()
+
+
+def test_it_lists_what_stops_publication() -> None:
+    assert core.problems(sample(), {"d1"}) == []
+    broken = core.Protocol(
+        grades=(core.GradeDef(3, "", "x"),),
+        anchors=(core.Anchor("q", "zz", 5, ""),),
+        rulings=(core.Ruling("", "r"),),
+    )
+    found = core.problems(broken, {"d1"})
+    assert len(found) == 6
+
+
+def test_it_diffs_two_versions_line_by_line() -> None:
+    lines = core.diff("a\nb\nc\n", "a\nB\nc\nd\n")
+    assert [(line.kind, line.text) for line in lines] == [
+        ("same", "a"),
+        ("removed", "b"),
+        ("added", "B"),
+        ("same", "c"),
+        ("added", "d"),
+    ]
+    assert core.diff("same\n", "same\n") == []

@@ -1,0 +1,141 @@
+"""The annotator's API: token authentication, queue, next item, idempotent submissions."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from judging.models import Claim, Judgment
+from tests.conftest import PASSWORD, World
+
+pytestmark = pytest.mark.django_db
+
+
+def token_client(world: World, username: str) -> APIClient:
+    client = APIClient()
+    response = client.post(reverse("api_token"), {"username": username, "password": PASSWORD})
+    assert response.status_code == 200
+    client.credentials(HTTP_AUTHORIZATION=f"Token {response.json()['token']}")
+    return client
+
+
+def submit(client: APIClient, slug: str, **data: object) -> tuple[int, dict]:
+    response = client.post(reverse("api_judgments", args=[slug]), data, format="json")
+    return response.status_code, response.json()
+
+
+def test_it_serves_the_next_item_and_stores_a_grade(world: World) -> None:
+    client = token_client(world, "alice")
+    slug = world.project.slug
+    nxt = client.get(reverse("api_next", args=[slug])).json()
+    assert nxt["state"] == "item" and nxt["done_in_query"] == 0
+    item = nxt["item"]
+    assert set(item) == {"id", "query", "document"}
+    assert set(item["document"]) == {"docid", "title", "text"}
+    status, body = submit(
+        client, slug, item=item["id"], grade=2, seconds_spent=3.5,
+        idempotency_key=nxt["idempotency_key"],
+    )  # fmt: skip
+    assert status == 201 and body["created"] is True
+    assert (body["grade"], body["kind"], body["protocol"]) == (2, "grade", 1)
+    after = client.get(reverse("api_next", args=[slug])).json()
+    assert after["done_in_query"] == 1 and after["item"]["id"] != item["id"]
+
+
+def test_it_stores_one_judgment_for_a_repeated_key(world: World) -> None:
+    client = token_client(world, "alice")
+    slug = world.project.slug
+    nxt = client.get(reverse("api_next", args=[slug])).json()
+    key = nxt["idempotency_key"]
+    first = submit(client, slug, item=nxt["item"]["id"], grade=3, idempotency_key=key)
+    again = submit(client, slug, item=nxt["item"]["id"], grade=0, idempotency_key=key)
+    assert (first[0], again[0]) == (201, 200)
+    assert again[1]["id"] == first[1]["id"] and again[1]["grade"] == 3
+    assert again[1]["created"] is False
+    assert Judgment.objects.count() == 1
+
+
+def test_it_shows_the_queue_without_claiming(world: World) -> None:
+    client = token_client(world, "alice")
+    slug = world.project.slug
+    queue = client.get(reverse("api_queue", args=[slug])).json()
+    assert queue == {"protocol": 1, "protocol_change": None, "active": None, "finished_queries": 0}
+    assert not Claim.objects.exists()
+    client.get(reverse("api_next", args=[slug]))
+    queue = client.get(reverse("api_queue", args=[slug])).json()
+    assert queue["active"]["done"] == 0 and queue["active"]["total"] in (3, 5)
+
+
+def test_it_refuses_items_outside_the_claim_and_bad_answers(world: World) -> None:
+    alice, bob = token_client(world, "alice"), token_client(world, "bob")
+    slug = world.project.slug
+    alices = alice.get(reverse("api_next", args=[slug])).json()["item"]["id"]
+    bob.get(reverse("api_next", args=[slug]))
+    status, body = submit(bob, slug, item=alices, grade=1, idempotency_key=str(uuid.uuid4()))
+    assert status == 409 and "not in the query you are working on" in body["detail"]
+    status, _ = submit(alice, slug, item=alices, grade=7, idempotency_key=str(uuid.uuid4()))
+    assert status == 400
+    status, _ = submit(alice, slug, item=alices, kind="skip", idempotency_key=str(uuid.uuid4()))
+    assert status == 400  # a skip needs a reason
+    status, _ = submit(alice, slug, item=10**9, grade=1, idempotency_key=str(uuid.uuid4()))
+    assert status == 404
+    assert not Judgment.objects.exists()
+
+
+def test_it_records_unsure_skip_and_undo(world: World) -> None:
+    client = token_client(world, "alice")
+    slug = world.project.slug
+    item = client.get(reverse("api_next", args=[slug])).json()["item"]["id"]
+    for data in (
+        {"kind": "unsure", "note": "hmm"},
+        {"kind": "undo"},
+        {"kind": "skip", "note": "broken page"},
+    ):
+        status, _ = submit(client, slug, item=item, idempotency_key=str(uuid.uuid4()), **data)
+        assert status == 201, data
+    status, _ = submit(client, slug, item=item, kind="undo", idempotency_key=str(uuid.uuid4()))
+    assert status == 201
+    status, _ = submit(client, slug, item=item, kind="undo", idempotency_key=str(uuid.uuid4()))
+    assert status == 409  # nothing left to undo
+    kinds = list(Judgment.objects.order_by("pk").values_list("kind", flat=True))
+    assert kinds == ["unsure", "undo", "skip", "undo"]
+
+
+def test_it_applies_the_page_access_rules(world: World) -> None:
+    slug = world.project.slug
+    outsider = token_client(world, "olaf")
+    assert outsider.get(reverse("api_next", args=[slug])).status_code == 404
+    assert APIClient().get(reverse("api_next", args=[slug])).status_code in (401, 403)
+    bad = APIClient()
+    bad.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    assert bad.get(reverse("api_next", args=[slug])).status_code in (401, 403)
+    assert Token.objects.filter(user__username="olaf").exists()
+
+
+def test_it_acknowledges_a_protocol_version(world: World) -> None:
+    from annotation.services import protocol_publish
+
+    client = token_client(world, "alice")
+    slug = world.project.slug
+    nxt = client.get(reverse("api_next", args=[slug])).json()
+    submit(client, slug, item=nxt["item"]["id"], grade=1, idempotency_key=nxt["idempotency_key"])
+    protocol_publish(project=world.project, text="Grade 3: answers it fully.")
+    blocked = client.get(reverse("api_next", args=[slug])).json()
+    assert blocked["state"] == "acknowledge" and blocked["item"] is None
+    assert client.post(reverse("api_protocol_ack", args=[slug]), {"version": 2}).status_code == 200
+    assert client.get(reverse("api_next", args=[slug])).json()["state"] == "item"
+
+
+def test_it_describes_the_endpoints_in_the_openapi_schema(world: World) -> None:
+    client = token_client(world, "alice")
+    schema = client.get(reverse("api_schema"), {"format": "json"}).json()
+    paths = schema["paths"]
+    for path in ("queue", "next", "judgments", "protocol/ack"):
+        assert f"/api/projects/{{slug}}/{path}/" in paths, path
+    post = paths["/api/projects/{slug}/judgments/"]["post"]
+    assert {"200", "201", "409"} <= set(post["responses"])
+    assert "tokenAuth" in schema["components"]["securitySchemes"]
