@@ -54,9 +54,10 @@ def empty_protocol_content() -> dict[str, list[object]]:
 class ProtocolVersion(models.Model):
     """The written definition of relevance, as published: immutable once created.
 
-    `text` is the introduction (Markdown); `content` holds the structured parts: grades
-    (value, label, definition), anchor examples (query, document, grade, why) and edge-case
-    rulings (question, ruling). Judgments are stamped with the version they were made under.
+    `text` is the whole protocol rendered as Markdown (what annotators read, search and diff);
+    `content` holds the structured parts: the introduction, grades (value, label, definition),
+    anchor examples (query, document, grade, why) and edge-case rulings (question, ruling).
+    Judgments are stamped with the version they were made under.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="protocols")

@@ -19,8 +19,7 @@ Writes ``bench/results/agreement.md``.
 from __future__ import annotations
 
 import datetime as dt
-import os
-import platform
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -40,6 +39,11 @@ from agreement.kappa import (
 from agreement.report import (
     agreement_report,
 )
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.machine import describe
 from pooling.trec import read_qrels
 
 RESAMPLES = 10_000
@@ -140,19 +144,7 @@ def peak_mib(fn: Callable[[], Interval]) -> float:
 
 
 def machine() -> str:
-    model = "unknown CPU"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    mem_kib = 0
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal"):
-            mem_kib = int(line.split()[1])
-    return (
-        f"{model}, {os.cpu_count()} logical cores, {mem_kib / 2**20:.1f} GiB RAM; Python "
-        f"{platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}"
-    )
+    return describe(("numpy", np.__version__), ("scikit-learn", sklearn.__version__))
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from bench.gen_run import generate  # noqa: E402
+from bench.gen_run import generate
 
 MEASURES = ["ndcg@10", "recall@100", "mrr", "map", "p@10"]
 

@@ -14,8 +14,7 @@ Writes ``bench/results/stats.md``.
 from __future__ import annotations
 
 import datetime as dt
-import os
-import platform
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -25,6 +24,10 @@ import numpy as np
 import scipy
 from scipy import stats as sps
 
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.machine import describe
 from evaluation.stats import bootstrap_interval, compare_summary, permutation_test
 
 QUERIES = 5_000
@@ -99,19 +102,7 @@ def peak_mib(fn: Callable[[np.ndarray, np.ndarray], tuple[float, float]], *args:
 
 
 def machine() -> str:
-    model = "unknown CPU"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    mem_kib = 0
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal"):
-            mem_kib = int(line.split()[1])
-    return (
-        f"{model}, {os.cpu_count()} logical cores, {mem_kib / 2**20:.1f} GiB RAM; "
-        f"Python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}"
-    )
+    return describe(("numpy", np.__version__), ("scipy", scipy.__version__))
 
 
 def main() -> None:
