@@ -27,6 +27,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.synthetic import write_project_files
+
 REPO = Path(__file__).resolve().parents[1]
 DATABASE = "assay_bench_pool"
 
@@ -50,9 +55,17 @@ def child(folder: Path) -> None:
         steps[name] = time.perf_counter() - start
         return result
 
-    step("documents (corpus_import)", lambda: corpus_import(project=project, path=folder / "c.tsv"))
-    step("queries (queries_import)", lambda: queries_import(project=project, path=folder / "q.tsv"))
-    run = step("run lines (run_import)", lambda: run_import(project=project, path=folder / "r.run"))
+    step(
+        "documents (corpus_import)",
+        lambda: corpus_import(project=project, path=folder / "corpus.tsv"),
+    )
+    step(
+        "queries (queries_import)",
+        lambda: queries_import(project=project, path=folder / "queries.tsv"),
+    )
+    run = step(
+        "run lines (run_import)", lambda: run_import(project=project, path=folder / "system.run")
+    )
     pool = step(
         "pool items + work units (pool_build)",
         lambda: pool_build(project=project, runs=[run], depth=DEPTH, seed=1),
@@ -67,34 +80,6 @@ def child(folder: Path) -> None:
 
 
 DEPTH = 20
-
-
-WORDS = (
-    "sync",
-    "export",
-    "invoice",
-    "password",
-    "webhook",
-    "offline",
-    "backup",
-    "editor",
-    "sharing",
-    "calendar",
-)
-
-
-def write_files(folder: Path, queries: int, per_query: int) -> None:
-    words = WORDS
-    with open(folder / "c.tsv", "w") as corpus, open(folder / "r.run", "w") as run:
-        for q in range(queries):
-            for d in range(per_query):
-                docid = f"doc{q:05d}-{d:02d}"
-                text = " ".join(words[(q * 3 + d + i) % len(words)] for i in range(90))
-                corpus.write(f"{docid}\tHow to {words[d % len(words)]} ({q})\t{text}\n")
-                run.write(f"q{q:05d} Q0 {docid} {d + 1} {100 - d:.3f} system\n")
-    with open(folder / "q.tsv", "w") as out:
-        for q in range(queries):
-            out.write(f"q{q:05d}\t{words[q % len(words)]} {words[(q * 7) % len(words)]}\n")
 
 
 def psql(command: str) -> None:
@@ -118,7 +103,7 @@ def main() -> None:
         child(args.child)
         return
     folder = Path(tempfile.mkdtemp())
-    write_files(folder, args.queries, args.docs_per_query)
+    write_project_files(folder, args.queries, args.docs_per_query, words_per_doc=90)
     psql(f'DROP DATABASE IF EXISTS "{DATABASE}"')
     psql(f'CREATE DATABASE "{DATABASE}"')
     env = dict(

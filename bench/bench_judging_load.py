@@ -37,6 +37,11 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.synthetic import write_project_files
+
 REPO = Path(__file__).resolve().parents[1]
 SLUG = "load"
 PASSWORD = "load-test-password-1"
@@ -62,7 +67,7 @@ def setup_data(queries: int, per_query: int, annotators: int) -> None:
     from pooling.services import pool_build, run_import
 
     tmp = Path(tempfile.mkdtemp())
-    write_files(tmp, queries, per_query)
+    write_project_files(tmp, queries, per_query, words_per_doc=70)
     project = project_create(slug=SLUG, name="Load test")
     protocol_publish(project=project, text="Grade 3: answers it. Grade 0: unrelated.")
     corpus_import(project=project, path=tmp / "corpus.tsv")
@@ -80,34 +85,6 @@ def setup_data(queries: int, per_query: int, annotators: int) -> None:
 
 def usernames(annotators: int) -> list[str]:
     return ["solo"] + [f"judge{i:03d}" for i in range(annotators)]
-
-
-WORDS = (
-    "sync",
-    "export",
-    "invoice",
-    "password",
-    "webhook",
-    "offline",
-    "backup",
-    "editor",
-    "sharing",
-    "calendar",
-)
-
-
-def write_files(tmp: Path, queries: int, per_query: int) -> None:
-    words = WORDS
-    with open(tmp / "corpus.tsv", "w") as corpus, open(tmp / "system.run", "w") as run:
-        for q in range(queries):
-            for d in range(per_query):
-                docid = f"doc{q:05d}-{d:02d}"
-                text = " ".join(words[(q + d + i) % len(words)] for i in range(70))
-                corpus.write(f"{docid}\tHow to {words[d % len(words)]} ({q})\t{text}\n")
-                run.write(f"q{q:05d} Q0 {docid} {d + 1} {100 - d} system\n")
-    with open(tmp / "queries.tsv", "w") as out:
-        for q in range(queries):
-            out.write(f"q{q:05d}\t{words[q % len(words)]} {words[(q * 7) % len(words)]} help\n")
 
 
 # --- the simulated annotators --------------------------------------------------------------
