@@ -65,7 +65,7 @@ def test_it_prints_the_json_shape_of_the_design(files):
     assert contract["cutoffs"] == [5, 10, 100]
     assert list(document["runs"]) == [files["a"], files["b"]]  # the paths as given
     run_a = document["runs"][files["a"]]
-    assert list(run_a) == ["mean", "queries"]  # per_query only with --per-query
+    assert list(run_a) == ["mean", "per_query", "queries"]  # the contract's shape, always
     assert list(run_a["mean"]) == ["ndcg@10", "recall@100", "mrr", "map", "p@10", "hit@5"]
     # q1 scored, q2 has no relevant document (skipped), q3 is missing from run a (0).
     assert run_a["queries"] == {"scored": 2, "skipped_no_relevant": 1, "missing_from_run": 1}

@@ -70,15 +70,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "--per-query",
             action="store_true",
-            help="also print every query's values (the per_query object in json)",
+            help="also print every query's values in table and csv (json always has them)",
         )
         parser.add_argument(
             "--format",
             choices=["table", "json", "csv"],
             default="table",
             help="table (default): the contract, then aligned columns with 4 decimals; "
-            'json: {"contract": {...}, "runs": {"<run>": {"mean": {...}, "queries": {...}}}}, '
-            'with "per_query" under each run only with --per-query; csv: one row per run, '
+            'json: {"contract": {...}, "runs": {"<run>": {"mean": {...}, "per_query": {...}, '
+            '"queries": {...}}}}; csv: one row per run, '
             "and one per query with --per-query",
         )
 
@@ -114,8 +114,9 @@ def render_json(
     runs: dict[str, object] = {}
     for name, run in scores.items():
         entry: dict[str, object] = {"mean": {m: _number(v) for m, v in run.mean.items()}}
-        if per_query:
-            entry["per_query"] = run.per_query
+        # Always in JSON, as the contract's shape shows it: pipelines read per-query values
+        # (for their own paired tests) without having to know about a flag.
+        entry["per_query"] = run.per_query
         entry["queries"] = {count: getattr(run, count) for count in COUNTS}
         runs[name] = entry
     document = {"contract": contract_dict(contract, measures), "runs": runs}
