@@ -8,7 +8,6 @@ import uuid
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -18,8 +17,8 @@ from rest_framework.views import APIView
 
 from annotation.access import Access, project_for_member
 from annotation.services_protocol import protocol_ack
-from pooling.models import Pool
 
+from .access import pool_or_404
 from .models import Judgment, Kind
 from .services import (
     Answer,
@@ -30,7 +29,6 @@ from .services import (
     ProtocolChanged,
     Screen,
     claim_active,
-    current_pool,
     finished_count,
     judgment_submit,
     protocol_change_for,
@@ -42,13 +40,6 @@ from .services import (
 def _access(request: Request, slug: str) -> Access:
     # DRF puts the authenticated user (session or token) on the wrapped Django request too.
     return project_for_member(request._request, slug)
-
-
-def _pool(access: Access) -> Pool:
-    pool = current_pool(access.project)
-    if pool is None:
-        raise Http404("this project has no pool yet")
-    return pool
 
 
 def _user(request: Request) -> User:
@@ -176,7 +167,7 @@ class QueueView(APIView):
     @extend_schema(responses=QueueOut, summary="Your queue: the query you hold and your progress")
     def get(self, request: Request, slug: str) -> Response:
         access = _access(request, slug)
-        pool, user = _pool(access), _user(request)
+        pool, user = pool_or_404(access), _user(request)
         protocol = access.project.current_protocol()
         claim = claim_active(pool=pool, user=user)
         active = None
@@ -205,7 +196,7 @@ class NextView(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         access = _access(request, slug)
-        screen = screen_for(pool=_pool(access), user=_user(request))
+        screen = screen_for(pool=pool_or_404(access), user=_user(request))
         state = "acknowledge" if screen.change else ("item" if screen.item else "done")
         data = {
             "state": state,
@@ -239,7 +230,7 @@ class JudgmentCreateView(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         access = _access(request, slug)
-        pool, user = _pool(access), _user(request)
+        pool, user = pool_or_404(access), _user(request)
         form = JudgmentIn(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data

@@ -19,6 +19,7 @@ from annotation.protocol import from_content
 from annotation.services_protocol import protocol_ack
 from pooling.models import Pool
 
+from .access import pool_or_404
 from .highlight import highlight, query_terms
 from .models import Grade
 from .services import (
@@ -43,13 +44,6 @@ PANEL = "judging/judge.html#panel"
 def _get_project_for_judge(request: HttpRequest, slug: str) -> Access:
     # Leads may judge too; every member judges only through their own claims.
     return project_for_member(request, slug)
-
-
-def _pool_or_404(access: Access) -> Pool:
-    pool = current_pool(access.project)
-    if pool is None:
-        raise Http404("this project has no pool yet")
-    return pool
 
 
 def _user(request: HttpRequest) -> User:
@@ -126,7 +120,7 @@ def _key(request: HttpRequest, name: str = "key") -> uuid.UUID | None:
 @require_POST
 def judge_submit(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     access = _get_project_for_judge(request, slug)
-    pool = _pool_or_404(access)
+    pool = pool_or_404(access)
     key = _key(request)
     if key is None:
         return _panel(request, access, pool, "the submission key is missing", 400)
@@ -154,7 +148,7 @@ def judge_submit(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 @require_POST
 def judge_undo(request: HttpRequest, slug: str) -> HttpResponse:
     access = _get_project_for_judge(request, slug)
-    pool = _pool_or_404(access)
+    pool = pool_or_404(access)
     key = _key(request)
     if key is None:
         return _panel(request, access, pool, "the submission key is missing", 400)
@@ -170,7 +164,7 @@ def judge_undo(request: HttpRequest, slug: str) -> HttpResponse:
 def judge_release(request: HttpRequest, slug: str) -> HttpResponse:
     """Give the current query back; the next one is claimed at once."""
     access = _get_project_for_judge(request, slug)
-    pool = _pool_or_404(access)
+    pool = pool_or_404(access)
     claim = claim_active(pool=pool, user=_user(request))
     if claim is not None:
         claim_release(claim=claim)
@@ -181,7 +175,7 @@ def judge_release(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def judge_acknowledge(request: HttpRequest, slug: str, number: int) -> HttpResponse:
     access = _get_project_for_judge(request, slug)
-    pool = _pool_or_404(access)
+    pool = pool_or_404(access)
     version = get_object_or_404(access.project.protocols, number=number)
     protocol_ack(version=version, user=_user(request))
     return _panel(request, access, pool)

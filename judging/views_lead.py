@@ -7,15 +7,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.access import Access, project_for_lead
 from annotation.models import Role
 from annotation.services import membership_set
-from pooling.models import Pool
 
+from .access import pool_or_404
 from .models import Claim, WorkUnit
 from .reports import (
     item_history,
@@ -39,13 +39,6 @@ QUERIES_PER_PAGE = 50
 
 def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
     return project_for_lead(request, slug)
-
-
-def _pool_or_404(access: Access) -> Pool:
-    pool = current_pool(access.project)
-    if pool is None:
-        raise Http404("this project has no pool yet")
-    return pool
 
 
 @login_required
@@ -78,7 +71,7 @@ def judging_overview(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def unit_detail(request: HttpRequest, slug: str, unit_id: int) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
-    pool = _pool_or_404(access)
+    pool = pool_or_404(access)
     unit = get_object_or_404(WorkUnit.objects.select_related("query"), pk=unit_id, pool=pool)
     context = {
         "project": access.project,
@@ -92,7 +85,7 @@ def unit_detail(request: HttpRequest, slug: str, unit_id: int) -> HttpResponse:
 @login_required
 def item_history_view(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
-    pool = _pool_or_404(access)
+    pool = pool_or_404(access)
     item = get_object_or_404(pool.items.select_related("query", "document"), pk=item_id)
     unit = WorkUnit.objects.filter(pool=pool, query=item.query).first()
     context = {
