@@ -110,7 +110,11 @@ class ProtocolAck(models.Model):
 
 
 class Document(models.Model):
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="documents")
+    # No index of its own: the unique (project, docid) index serves lookups by project, and a
+    # second index would be one more to maintain for every one of a corpus's documents.
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="documents", db_index=False
+    )
     docid = models.CharField(max_length=200)
     title = models.TextField(blank=True)
     text = models.TextField()

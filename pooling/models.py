@@ -33,7 +33,8 @@ class RunResult(models.Model):
     """One line of a run. Ids are kept as strings: a run may cover queries or documents the
     project does not hold (yet), and the run must stay exactly as the system produced it."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    # Indexed by the two composite indexes below, which both start with the run.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results", db_index=False)
     qid = models.CharField(max_length=200)
     docid = models.CharField(max_length=200)
     rank = models.PositiveIntegerField(help_text="1-based position in trec_eval order")
@@ -71,7 +72,8 @@ class PoolItem(models.Model):
     ranks can be inferred from the order an annotator sees.
     """
 
-    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="items")
+    # Indexed by the unique (pool, query, document) and (pool, position) indexes.
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="items", db_index=False)
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_items")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pool_items")
     provenance = models.JSONField(help_text="run name -> 1-based rank in that run")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from django.contrib.auth.models import User
@@ -108,12 +108,13 @@ def pool_build(
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     pool = Pool.objects.create(project=project, depth=depth, seed=seed)
     pool.runs.set(runs)
+    provenance = _ProvenanceText()
     rows = (
         (
             pool.pk,
             queries[entry.qid],
             documents[entry.docid],
-            json.dumps(dict(entry.runs)),
+            provenance(entry.runs),
             min(entry.runs.values()),
             position,
         )
@@ -123,6 +124,24 @@ def pool_build(
     bulk_insert(PoolItem, columns, rows)
     work_units_create(pool=pool)  # one per query; judging claims them
     return pool
+
+
+class _ProvenanceText:
+    """Provenance as JSON text, serialised once per distinct value.
+
+    A pool has few distinct provenances (which runs, at which ranks), so a 100,000-item pool
+    would otherwise spend most of its Python time in json.dumps.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[tuple[str, int], ...], str] = {}
+
+    def __call__(self, runs: Mapping[str, int]) -> str:
+        key = tuple(runs.items())
+        text = self._seen.get(key)
+        if text is None:
+            text = self._seen[key] = json.dumps(dict(key))
+        return text
 
 
 def _top_rows(
