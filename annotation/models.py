@@ -132,6 +132,9 @@ class Query(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="queries")
     qid = models.CharField(max_length=200)
     text = models.TextField()
+    description = models.TextField(
+        blank=True, help_text="what the searcher wanted (TREC description / narrative), for judges"
+    )
     stratum = models.CharField(
         max_length=32, blank=True, help_text="sampling stratum (head, torso, tail, failures)"
     )

@@ -95,8 +95,8 @@ def queries_import(*, project: Project, path: str | Path) -> ImportReport:
     existing = set(project.queries.values_list("qid", flat=True))
     fresh = _skip_existing(iter_queries(path), lambda q: q.qid, existing)
     # Imported queries belong to the single stratum ("") until a stratified sample sets one.
-    rows = ((project.pk, query.qid, query.text, "") for query in fresh)
-    created = bulk_insert(Query, ["project_id", "qid", "text", "stratum"], rows)
+    rows = ((project.pk, query.qid, query.text, query.description, "") for query in fresh)
+    created = bulk_insert(Query, ["project_id", "qid", "text", "description", "stratum"], rows)
     return ImportReport(created=created, unchanged=fresh.skipped)
 
 

@@ -62,6 +62,7 @@ _DOC_ID_KEYS = ("_id", "docid", "id", "doc_id")
 _DOC_TEXT_KEYS = ("text", "contents", "doc", "body")
 _QUERY_ID_KEYS = ("_id", "qid", "query_id")
 _QUERY_TEXT_KEYS = ("text", "query")
+_QUERY_NOTE_KEYS = ("description", "narrative", "notes")
 
 
 class FormatError(ValueError):
@@ -123,6 +124,7 @@ class CorpusDoc:
 class QueryRow:
     qid: str
     text: str
+    description: str = ""
 
 
 # --------------------------------------------------------------------------- opening
@@ -521,7 +523,10 @@ def iter_corpus(path: str | Path) -> Iterator[CorpusDoc]:
 def _query_json(path: str | Path, number: int, line: str) -> tuple[str, str, str]:
     obj = _json_object(path, number, line)
     qid = _json_id(path, number, obj, _QUERY_ID_KEYS)
-    return qid, "", _json_str(path, number, obj, _QUERY_TEXT_KEYS, required=True)
+    text = _json_str(path, number, obj, _QUERY_TEXT_KEYS, required=True)
+    # TREC topics carry a description and a narrative: what the judge needs to read.
+    notes = [_json_str(path, number, obj, (key,), required=False) for key in _QUERY_NOTE_KEYS]
+    return qid, "\n\n".join(note.strip() for note in notes if note.strip()), text
 
 
 def _query_tsv(path: str | Path, number: int, line: str) -> tuple[str, str, str]:
@@ -532,8 +537,10 @@ def _query_tsv(path: str | Path, number: int, line: str) -> tuple[str, str, str]
 def iter_queries(path: str | Path) -> Iterator[QueryRow]:
     """Stream queries from BEIR ``queries.jsonl`` or TSV ``qid<TAB>text`` (the TREC DL topics).
 
-    JSON id keys: ``_id``, ``qid``, ``query_id``; text keys: ``text``, ``query``. TSV lines
-    have exactly 2 columns. Qids must be non-empty, unique and free of whitespace.
+    JSON id keys: ``_id``, ``qid``, ``query_id``; text keys: ``text``, ``query``; optional
+    ``description``, ``narrative`` and ``notes`` become the query's description (joined by a
+    blank line), shown to judges beside the query. TSV lines have exactly 2 columns. Qids must
+    be non-empty, unique and free of whitespace.
     """
-    for qid, _, text in _iter_records(path, "query", _query_json, _query_tsv):
-        yield QueryRow(qid=qid, text=text)
+    for qid, description, text in _iter_records(path, "query", _query_json, _query_tsv):
+        yield QueryRow(qid=qid, text=text, description=description)

@@ -68,6 +68,25 @@ def test_it_reads_gzip_queries(project, tmp_path: Path) -> None:
     assert list(project.queries.values_list("qid", "text")) == [("q1", "how do I reset")]
 
 
+def test_it_keeps_a_topic_description_and_narrative_for_judges(project, tmp_path: Path) -> None:
+    topic = {
+        "_id": "q1",
+        "text": "reset password",
+        "description": "How does one reset a forgotten password?",
+        "narrative": " Steps for the web app are relevant; the mobile app is not. ",
+    }
+    path = write(
+        tmp_path / "topics.jsonl", [json.dumps(topic), json.dumps({"_id": "q2", "text": "x"})]
+    )
+    call_command("import_queries", "docs", str(path))
+    descriptions = dict(project.queries.values_list("qid", "description"))
+    assert descriptions == {
+        "q1": "How does one reset a forgotten password?\n\n"
+        "Steps for the web app are relevant; the mobile app is not.",
+        "q2": "",
+    }
+
+
 def test_it_rejects_a_malformed_run_line_and_keeps_the_database(project, tmp_path: Path) -> None:
     good = write(tmp_path / "good.run", ["q1 Q0 a 1 2.5 sysA", "q1 Q0 b 2 1.5 sysA"])
     bad = write(tmp_path / "bad.run", ["q1 Q0 a 1 2.5 sysB", "q1 Q0 b 2 high sysB"])
