@@ -110,10 +110,16 @@ class ProtocolAck(models.Model):
 
 
 class Document(models.Model):
-    # No index of its own: the unique (project, docid) index serves lookups by project, and a
-    # second index would be one more to maintain for every one of a corpus's documents.
+    # No index of its own: the unique (project, docid) index serves lookups by project. No
+    # database constraint either: it would check the same project row once per document (half
+    # the database's work in a 100,000-document import); corpus_import locks that row once
+    # instead, and deleting a project still cascades through Django.
     project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="documents", db_index=False
+        Project,
+        on_delete=models.CASCADE,
+        related_name="documents",
+        db_index=False,
+        db_constraint=False,
     )
     docid = models.CharField(max_length=200)
     title = models.TextField(blank=True)

@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from assay.db import bulk_insert
+from assay.db import bulk_insert, lock_parent
 from pooling.trec import iter_corpus, iter_queries
 
 from .models import (
@@ -81,6 +81,7 @@ def corpus_import(*, project: Project, path: str | Path) -> ImportReport:
     Documents already in the project keep their text, so judgments made on them stay valid.
     """
 
+    lock_parent(project)
     existing = set(project.documents.values_list("docid", flat=True))
     fresh = _skip_existing(iter_corpus(path), lambda d: d.docid, existing)
     rows = ((project.pk, doc.docid, doc.title, doc.text) for doc in fresh)

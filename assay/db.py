@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from itertools import islice
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import connection, models
 
 BATCH_SIZE = 10_000
@@ -48,3 +49,20 @@ def _copy(table: str, names: str, rows: Iterable[Sequence[Any]]) -> int:
                 copy.write_row(row)
                 count += 1
     return count
+
+
+def lock_parent(instance: models.Model) -> None:
+    """Check that `instance`'s row exists and keep it from being deleted until commit.
+
+    Bulk-loaded children (a corpus's documents) have no foreign-key constraint on their single
+    parent; this one lock gives what the constraint's check would have given once per row. On
+    SQLite the writing transaction locks the whole database anyway.
+    """
+    meta = instance._meta
+    table = connection.ops.quote_name(meta.db_table)
+    column = connection.ops.quote_name(meta.pk.column if meta.pk and meta.pk.column else "id")
+    lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {table} WHERE {column} = %s{lock}", [instance.pk])
+        if cursor.fetchone() is None:
+            raise ObjectDoesNotExist(f"{meta.label} {instance.pk} no longer exists")

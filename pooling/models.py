@@ -33,8 +33,12 @@ class RunResult(models.Model):
     """One line of a run. Ids are kept as strings: a run may cover queries or documents the
     project does not hold (yet), and the run must stay exactly as the system produced it."""
 
-    # Indexed by the two composite indexes below, which both start with the run.
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results", db_index=False)
+    # Indexed by the two composite indexes below, which both start with the run. No database
+    # constraint: the run is created in the same transaction as its lines (so nobody else can
+    # delete it meanwhile), and checking it once per line would double the import's cost.
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="results", db_index=False, db_constraint=False
+    )
     qid = models.CharField(max_length=200)
     docid = models.CharField(max_length=200)
     rank = models.PositiveIntegerField(help_text="1-based position in trec_eval order")
@@ -72,8 +76,12 @@ class PoolItem(models.Model):
     ranks can be inferred from the order an annotator sees.
     """
 
-    # Indexed by the unique (pool, query, document) and (pool, position) indexes.
-    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="items", db_index=False)
+    # Indexed by the unique (pool, query, document) and (pool, position) indexes. No database
+    # constraint, for the reason given at RunResult.run: the pool and its items are created in
+    # one transaction. The query and document keep theirs: they point at many rows.
+    pool = models.ForeignKey(
+        Pool, on_delete=models.CASCADE, related_name="items", db_index=False, db_constraint=False
+    )
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_items")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pool_items")
     provenance = models.JSONField(help_text="run name -> 1-based rank in that run")

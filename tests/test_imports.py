@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.models import Document, Query
+from annotation.models import Document, Project, Query
 from annotation.services import project_create
 from pooling.models import Pool, Run, RunResult
 
@@ -58,6 +58,17 @@ def test_it_rejects_a_malformed_corpus_line_and_keeps_the_database(project, tmp_
         call_command("import_corpus", "docs", str(bad))
     assert "bad.jsonl:2401" in str(error.value)
     assert snapshot() == before
+
+
+def test_it_refuses_a_corpus_for_a_project_deleted_meanwhile(project, tmp_path: Path) -> None:
+    from django.core.exceptions import ObjectDoesNotExist
+
+    from annotation.services import corpus_import
+
+    Project.objects.filter(pk=project.pk).delete()
+    with pytest.raises(ObjectDoesNotExist):
+        corpus_import(project=project, path=write(tmp_path / "c.jsonl", [corpus_line("a")]))
+    assert not Document.objects.exists()
 
 
 def test_it_reads_gzip_queries(project, tmp_path: Path) -> None:

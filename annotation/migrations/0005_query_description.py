@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0004_drop_redundant_indexes"),
+        ("annotation", "0004_bulk_tables_lean"),
     ]
 
     operations = [

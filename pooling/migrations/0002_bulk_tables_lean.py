@@ -14,6 +14,7 @@ class Migration(migrations.Migration):
             model_name="poolitem",
             name="pool",
             field=models.ForeignKey(
+                db_constraint=False,
                 db_index=False,
                 on_delete=django.db.models.deletion.CASCADE,
                 related_name="items",
@@ -24,6 +25,7 @@ class Migration(migrations.Migration):
             model_name="runresult",
             name="run",
             field=models.ForeignKey(
+                db_constraint=False,
                 db_index=False,
                 on_delete=django.db.models.deletion.CASCADE,
                 related_name="results",

@@ -14,6 +14,7 @@ class Migration(migrations.Migration):
             model_name="document",
             name="project",
             field=models.ForeignKey(
+                db_constraint=False,
                 db_index=False,
                 on_delete=django.db.models.deletion.CASCADE,
                 related_name="documents",
