@@ -34,7 +34,7 @@ class RunResult(models.Model):
     project does not hold (yet), and the run must stay exactly as the system produced it."""
 
     # Indexed by the two composite indexes below, which both start with the run. No database
-    # constraint: the run is created in the same transaction as its lines (so nobody else can
+    # constraint: the run is created in the same transaction as its lines (nobody else can
     # delete it meanwhile), and checking it once per line would double the import's cost.
     run = models.ForeignKey(
         Run, on_delete=models.CASCADE, related_name="results", db_index=False, db_constraint=False
@@ -76,14 +76,19 @@ class PoolItem(models.Model):
     ranks can be inferred from the order an annotator sees.
     """
 
-    # Indexed by the unique (pool, query, document) and (pool, position) indexes. No database
-    # constraint, for the reason given at RunResult.run: the pool and its items are created in
-    # one transaction. The query and document keep theirs: they point at many rows.
+    # No database constraints on these three keys: checked once per row, they were half of
+    # the database's work in building a 100,000-item pool. pool_build takes every id from a
+    # read in its own transaction (the pool is created in it), documents and queries are never
+    # deleted but with their project, and that deletion cascades through Django.
     pool = models.ForeignKey(
         Pool, on_delete=models.CASCADE, related_name="items", db_index=False, db_constraint=False
     )
-    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pool_items")
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pool_items")
+    query = models.ForeignKey(
+        Query, on_delete=models.CASCADE, related_name="pool_items", db_constraint=False
+    )
+    document = models.ForeignKey(
+        Document, on_delete=models.CASCADE, related_name="pool_items", db_constraint=False
+    )
     provenance = models.JSONField(help_text="run name -> 1-based rank in that run")
     best_rank = models.PositiveIntegerField()
     position = models.PositiveIntegerField()

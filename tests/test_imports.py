@@ -139,3 +139,19 @@ def test_it_refuses_to_pool_documents_missing_from_the_corpus(project, tmp_path:
     call_command("build_pool", "docs", "--depth", "10", "--skip-missing")
     pool = Pool.objects.get()
     assert list(pool.items.values_list("document__docid", "provenance")) == [("a", {"s": 1})]
+
+
+def test_deleting_a_project_removes_its_bulk_loaded_rows_and_only_those(db: None) -> None:
+    # Documents, run lines and pool items carry no database constraint on these keys: the
+    # cascade is Django's, and it must leave nothing behind and touch no other project.
+    from pooling.models import PoolItem
+    from tests.conftest import small_project
+
+    doomed, kept = small_project("doomed"), small_project("kept")
+    before = (Document.objects.count(), RunResult.objects.count(), PoolItem.objects.count())
+    doomed.delete()
+    after = (Document.objects.count(), RunResult.objects.count(), PoolItem.objects.count())
+    assert after == tuple(n // 2 for n in before)
+    assert not Document.objects.exclude(project=kept).exists()
+    assert not RunResult.objects.exclude(run__project=kept).exists()
+    assert not PoolItem.objects.exclude(pool__project=kept).exists()
