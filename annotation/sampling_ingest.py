@@ -78,9 +78,11 @@ from .sampling_source import (
 )
 from .sampling_sql import (
     NORMALISE_UDF,
+    WORK,
+    dictionary_sql,
     events_sql,
+    numbering_sql,
     per_query_sql,
-    raw_ids_sql,
     reform_sql,
     screen_sql,
     stats_columns,
@@ -166,9 +168,10 @@ def _ingest(
         if source.log_format == "jsonl":
             # JSON objects can be large: parse only the keys that are used.
             source = replace(source, columns=tuple(used.values()))
-        source, rejects = _dictionary(con, run, source, fields["query"], workdir)
-        screened = _screen(con, run, rule)
-        _events(con, run, source, fields, used, rule)
+        source, rejects = _read(con, run, source, fields, used, workdir)
+        screened, by_hash = _screen(con, run, rule)
+        for statement in per_query_sql(fields, rule.reformulation_window, by_hash):
+            run(statement, 0.55, 0.88, "following sessions")
         for statement in reform_sql():
             run(statement, 0.88, 0.96, "testing reformulations")
         run(stats_sql(fields), 0.96, 0.99, "summarising")
@@ -253,6 +256,7 @@ class _Connection:
             "SET enable_progress_bar_print = false",
         ):
             self.con.execute(statement)
+        self.con.execute(f"ATTACH ':memory:' AS {WORK} (COMPRESS)")
         normalisation = self.rule.normalisation
         self.con.create_function(
             NORMALISE_UDF,
@@ -286,16 +290,17 @@ def _describe_or_repair(
     return describe(con, transcode(source, workdir))
 
 
-def _dictionary(
-    con: duckdb.DuckDBPyConnection, run: _Runner, source: Source, query_sql: str, workdir: Path
+def _read(
+    con: duckdb.DuckDBPyConnection,
+    run: _Runner,
+    source: Source,
+    fields: Mapping[str, str],
+    used: Mapping[str, str],
+    workdir: Path,
 ) -> tuple[Source, dict[str, int]]:
-    """Pass 1: distinct raw queries and their counts (repairing invalid UTF-8 if met)."""
-    sql = (
-        f"CREATE OR REPLACE TEMP TABLE _raw AS SELECT {query_sql} AS raw, count(*) AS n "
-        f"FROM {source.relation(store_rejects=True)} GROUP BY ALL"
-    )
+    """The one pass over the file, then the distinct raw queries (repairing bad UTF-8)."""
     try:
-        run(sql, 0.02, 0.35, "counting distinct queries")
+        run(events_sql(source, fields, used), 0.02, 0.35, "reading events")
         rejects = _rejects(con, source)
     except duckdb.OutOfMemoryException:
         raise
@@ -305,9 +310,10 @@ def _dictionary(
         rejects = {"INVALID ENCODING": 1}
     if rejects.get("INVALID ENCODING") and not source.invalid_utf8_lines:
         repaired = describe(con, transcode(source, workdir))
-        return _dictionary(con, run, repaired, query_sql, workdir)
-    if _one(con, "SELECT coalesce(sum(n), 0) FROM _raw")[0] == 0:
+        return _read(con, run, repaired, fields, used, workdir)
+    if _one(con, f"SELECT count(*) FROM {WORK}._events")[0] == 0:
         raise LogError(f"{source.original}: no rows after the header")
+    run(dictionary_sql(), 0.35, 0.42, "counting distinct queries")
     return source, rejects
 
 
@@ -336,16 +342,25 @@ class _Screened:
     pii_excluded_events: int
 
 
-def _screen(con: duckdb.DuckDBPyConnection, run: _Runner, rule: StrataDefinition) -> _Screened:
-    """Normalise, screen and number the distinct queries; map raw strings to query ids."""
-    for statement in screen_sql(rule.normalisation, rule.pii):
-        run(statement, 0.35, 0.43, "normalising and screening queries")
+def _screen(
+    con: duckdb.DuckDBPyConnection, run: _Runner, rule: StrataDefinition
+) -> tuple[_Screened, bool]:
+    """Normalise, screen and number the distinct queries; map raw strings to query ids.
+
+    Returns what was found, and whether raw strings are keyed by their hash (true unless
+    two distinct strings of this log share one).
+    """
+    run(screen_sql(rule.normalisation), 0.42, 0.50, "normalising and screening queries")
+    by_hash = bool(_one(con, "SELECT count(DISTINCT qh) = count(*) FROM _keyed")[0])
+    if by_hash:
+        # The text has served its purpose: events are matched by its hash from now on.
+        con.execute(f"ALTER TABLE {WORK}._events DROP COLUMN raw")
+    for statement in numbering_sql(rule.pii, by_hash):
+        run(statement, 0.50, 0.55, "numbering queries")
     screened = _screen_counts(con, rule)
-    by_hash = _one(con, "SELECT count(DISTINCT hash(raw)) = count(*) FROM _keyed")[0]
-    run(raw_ids_sql(bool(by_hash)), 0.43, 0.45, "numbering queries")
     con.execute("DROP TABLE _keyed")
     con.execute("DROP TABLE _raw")
-    return screened
+    return screened, by_hash
 
 
 def _screen_counts(con: duckdb.DuckDBPyConnection, rule: StrataDefinition) -> _Screened:
@@ -367,22 +382,6 @@ def _screen_counts(con: duckdb.DuckDBPyConnection, rule: StrataDefinition) -> _S
     return _Screened(
         int(rows), int(null_queries + blank), int(distinct_raw), int(distinct), pii, excluded
     )
-
-
-def _events(
-    con: duckdb.DuckDBPyConnection,
-    run: _Runner,
-    source: Source,
-    fields: Mapping[str, str],
-    used: Mapping[str, str],
-    rule: StrataDefinition,
-) -> None:
-    """Pass 2 and the per-query aggregations; the raw-string map goes once events have ids."""
-    by_hash = "raw_hash" in {row[0] for row in con.execute("DESCRIBE _raw_ids").fetchall()}
-    run(events_sql(source, fields, used, by_hash), 0.45, 0.65, "reading events")
-    con.execute("DROP TABLE _raw_ids")
-    for statement in per_query_sql(fields, rule.reformulation_window):
-        run(statement, 0.65, 0.88, "following sessions")
 
 
 def _one(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:

@@ -26,9 +26,10 @@ from .sampling_text import Normalisation, mask_sql, normalise_sql, pii_kind_sql
 
 __all__ = [
     "NORMALISE_UDF",
+    "WORK",
     "events_sql",
+    "numbering_sql",
     "per_query_sql",
-    "raw_ids_sql",
     "reform_sql",
     "screen_sql",
     "stats_columns",
@@ -36,98 +37,118 @@ __all__ = [
 ]
 
 NORMALISE_UDF = "assay_normalise"
+# The per-line tables live in an attached in-memory database with compression on: the raw
+# query text of every line is then dictionary- and FSST-compressed, and the whole table stays
+# within the memory limit of a 10-million-line log instead of spilling.
+WORK = "_work"
 _NAN = "CAST('NaN' AS DOUBLE)"
 
 
-def screen_sql(normalisation: Normalisation, pii: PiiPolicy) -> list[str]:
-    """Normalise and screen each distinct raw string once; number the normalised queries.
+def screen_sql(normalisation: Normalisation) -> str:
+    """Normalise and screen each distinct raw string once.
 
     A query that looks like it holds personal data is keyed by its masked text under both
-    policies, so the raw text never reaches the statistics; under ``exclude`` it keeps an id
-    (it still is somebody's next query in a session) but is left out of the output. Ids
-    follow the order of the normalised text, so they are the same whatever the log's order.
+    policies, so the raw text never reaches the statistics.
     """
     normalised = normalise_sql("raw", normalisation, NORMALISE_UDF)
+    return f"""CREATE OR REPLACE TEMP TABLE _keyed AS
+        SELECT *, CASE WHEN pii IS NULL THEN norm ELSE {mask_sql("norm")} END AS query
+        FROM (SELECT *, {pii_kind_sql("norm")} AS pii
+              FROM (SELECT *, {normalised} AS norm FROM _raw WHERE raw IS NOT NULL))"""
+
+
+def numbering_sql(pii: PiiPolicy, by_hash: bool) -> list[str]:
+    """Number the normalised queries; map raw strings to ids; sum each query's counts.
+
+    Ids follow the order of the normalised text (one sort of the distinct raw strings, and
+    no join on text), so they are the same whatever the log's order. Raw strings are keyed
+    by their 64-bit hash when no two strings share one (an integer join is much cheaper
+    than a string join), else by the text itself. Under the ``exclude`` policy a query
+    with personal data keeps an id (it still is somebody's next query in a session) but
+    is left out of the output.
+    """
+    key = "qh" if by_hash else "raw"
     excluded = "bool_or(pii IS NOT NULL)" if pii == "exclude" else "false"
     return [
-        f"""CREATE OR REPLACE TEMP TABLE _keyed AS
-        SELECT raw, n, norm, pii,
-               CASE WHEN pii IS NULL THEN norm ELSE {mask_sql("norm")} END AS query
-        FROM (SELECT raw, n, norm, {pii_kind_sql("norm")} AS pii
-              FROM (SELECT raw, n, {normalised} AS norm FROM _raw WHERE raw IS NOT NULL))""",
+        f"""CREATE OR REPLACE TEMP TABLE _raw_ids AS
+        SELECT {key} AS key, CAST(dense_rank() OVER (ORDER BY query) AS INTEGER) AS nid,
+               query, pii, n, rc_n, zero_n, bad_ts, max_ts
+        FROM _keyed WHERE norm <> ''""",
         f"""CREATE OR REPLACE TEMP TABLE _norms AS
-        SELECT CAST(row_number() OVER (ORDER BY query) AS INTEGER) AS nid, query, pii, excluded
-        FROM (SELECT query, min(pii) AS pii, {excluded} AS excluded
-              FROM _keyed WHERE norm <> '' GROUP BY query)""",
+        SELECT nid, any_value(query) AS query, min(pii) AS pii, {excluded} AS excluded,
+               sum(n) AS frequency, sum(rc_n) AS rc_n, sum(zero_n) AS zero_n,
+               sum(bad_ts) AS bad_ts, max(max_ts) AS max_ts
+        FROM _raw_ids GROUP BY nid""",
+        "ALTER TABLE _raw_ids DROP COLUMN query",
     ]
 
 
-def raw_ids_sql(by_hash: bool) -> str:
-    """Raw string -> query id. Keyed by the 64-bit hash of the text when no two strings share
-    one (an integer join is much cheaper than a string join), else by the text itself."""
-    key = "hash(k.raw) AS raw_hash" if by_hash else "k.raw"
-    return f"""CREATE OR REPLACE TEMP TABLE _raw_ids AS
-        SELECT {key}, q.nid FROM _keyed AS k JOIN _norms AS q USING (query) WHERE k.norm <> ''"""
+def events_sql(source: Source, fields: Mapping[str, str], used: Mapping[str, str]) -> str:
+    """The one pass over the file: every line as a compact row.
 
-
-def events_sql(
-    source: Source,
-    fields: Mapping[str, str],
-    used: Mapping[str, str],
-    by_hash: bool,
-) -> str:
-    """Pass 2: every event as a compact row (query id, hashed ids, time, outcome flags).
-
-    Several narrow statements read this table afterwards, which costs less than one
-    statement dragging every column through every window and aggregation.
+    A row holds the raw query text and its 64-bit hash, the hashed session and user ids,
+    the time and the outcome flags. The text is only kept until the dictionary is built
+    from this table (grouping an in-memory column costs a fraction of parsing the file a
+    second time); from then on the hash stands for it.
     """
     query = fields["query"]
-    join = f"ids.raw_hash = hash({query})" if by_hash else f"ids.raw = {query}"
     has_ts = f"{identifier(used['timestamp'])} IS NOT NULL" if "timestamp" in used else "false"
-    return f"""CREATE OR REPLACE TEMP TABLE _events AS
-        SELECT nid, sh, uh, ts, clk, rc IS NOT NULL AS rc_known, rc = 0 AS rc_zero,
-               has_ts_value AND ts IS NULL AS bad_ts
-        FROM (SELECT ids.nid AS nid,
+    return f"""CREATE OR REPLACE TABLE {WORK}._events AS
+        SELECT raw, hash(raw) AS qh, sh, uh, ts, clk, rc IS NOT NULL AS rc_known,
+               rc = 0 AS rc_zero, has_ts_value AND ts IS NULL AS bad_ts
+        FROM (SELECT {query} AS raw,
                 {fields.get("session_id", "CAST(NULL AS UBIGINT)")} AS sh,
                 {fields.get("user_id", "CAST(NULL AS UBIGINT)")} AS uh,
                 {fields.get("timestamp", "CAST(NULL AS DOUBLE)")} AS ts,
                 {fields.get("result_count", "CAST(NULL AS DOUBLE)")} AS rc,
                 {fields.get("clicked", "false")} AS clk,
                 {has_ts} AS has_ts_value
-              FROM {source.relation()} AS src JOIN _raw_ids AS ids ON {join})"""
+              FROM {source.relation(store_rejects=True)})"""
 
 
-def per_query_sql(fields: Mapping[str, str], window: float) -> list[str]:
-    """Per-query sums, distinct sessions and users, and the session sequences.
+def dictionary_sql() -> str:
+    """Distinct raw strings with their hash and the sums that add up over raw variants.
+
+    Counts and maxima are taken per raw string here, so that no later statement has to
+    aggregate all lines again: a query's sums are the sums over its raw variants.
+    """
+    return f"""CREATE OR REPLACE TEMP TABLE _raw AS
+        SELECT raw, hash(raw) AS qh, count(*) AS n,
+               count(*) FILTER (WHERE rc_known) AS rc_n, count(*) FILTER (WHERE rc_zero) AS zero_n,
+               count(*) FILTER (WHERE bad_ts) AS bad_ts, max(ts) AS max_ts
+        FROM {WORK}._events GROUP BY raw"""
+
+
+def per_query_sql(fields: Mapping[str, str], window: float, by_hash: bool) -> list[str]:
+    """Events by query id; distinct sessions and users; the session sequences.
 
     Sequences are the events with a session id and a timestamp, ordered by (timestamp,
     query id), i.e. ties by normalised text. ``_seq`` counts, per (query, candidate
     successor), the sequenced events and the abandoned ones; the candidate is the next
     query of the session when it came within the window and differs.
     """
+    # Each statement joins the events to their query ids as it reads them: probing a hash
+    # table of the distinct raw strings costs less than writing the events out again.
+    # Blank queries have no id: the inner join drops their lines.
+    key = "qh" if by_hash else "raw"
+    events = f"{WORK}._events AS e JOIN _raw_ids AS ids ON ids.key = e.{key}"
     return [
-        """CREATE OR REPLACE TEMP TABLE _plain AS
-        SELECT nid, count(*) AS frequency, count(*) FILTER (WHERE rc_known) AS rc_n,
-               count(*) FILTER (WHERE rc_zero) AS zero_n,
-               count(*) FILTER (WHERE bad_ts) AS bad_ts, max(ts) AS max_ts
-        FROM _events GROUP BY nid""",
-        _distinct_sql("sessions", "sh", "session_id" in fields),
-        _distinct_sql("users", "uh", "user_id" in fields),
-        _sequence_sql(window) if _sequences(fields) else _NO_SEQUENCES,
-        "DROP TABLE _events",
+        _distinct_sql(events),
+        _sequence_sql(events, window) if _sequences(fields) else _NO_SEQUENCES,
+        f"DROP TABLE {WORK}._events",
+        "DROP TABLE _raw_ids",
         """CREATE OR REPLACE TEMP TABLE _pairs AS
         SELECT nid, next_nid, n FROM _seq WHERE next_nid IS NOT NULL""",
+        # One table per query in two steps: a join of all tables at once would hold a hash
+        # table of a million entries for each.
         """CREATE OR REPLACE TEMP TABLE _per_query AS
-        SELECT p.*, coalesce(s.sessions, 0) AS sessions, coalesce(u.users, 0) AS users,
+        SELECT p.*, coalesce(d.sessions, 0) AS sessions, coalesce(d.users, 0) AS users,
                coalesce(q.seq_n, 0) AS seq_n, coalesce(q.abandoned_n, 0) AS abandoned_n
-        FROM _plain AS p
-        LEFT JOIN _sessions AS s USING (nid)
-        LEFT JOIN _users AS u USING (nid)
+        FROM _norms AS p
+        LEFT JOIN _distinct AS d USING (nid)
         LEFT JOIN (SELECT nid, sum(n) AS seq_n, sum(abandoned_n) AS abandoned_n
                    FROM _seq GROUP BY nid) AS q USING (nid)""",
-        "DROP TABLE _plain",
-        "DROP TABLE _sessions",
-        "DROP TABLE _users",
+        "DROP TABLE _distinct",
         "DROP TABLE _seq",
     ]
 
@@ -136,19 +157,21 @@ def _sequences(fields: Mapping[str, str]) -> bool:
     return "session_id" in fields and "timestamp" in fields
 
 
-def _distinct_sql(column: str, key: str, available: bool) -> str:
-    """Distinct non-null ``key`` values per query, as table ``_<column>``."""
-    if not available:
-        return (
-            f"CREATE OR REPLACE TEMP TABLE _{column} AS "
-            f"SELECT CAST(NULL AS INTEGER) AS nid, CAST(0 AS BIGINT) AS {column} WHERE false"
-        )
-    return f"""CREATE OR REPLACE TEMP TABLE _{column} AS
-        SELECT nid, count(*) AS {column}
-        FROM (SELECT DISTINCT nid, {key} FROM _events WHERE {key} IS NOT NULL) GROUP BY nid"""
+def _distinct_sql(events: str) -> str:
+    """Distinct non-null sessions and users per query, as table ``_distinct``.
+
+    Exact: one hash aggregation with two grouping sets, (query, session) and (query, user),
+    reads the events once for both. Without the column the ids are all null and count 0.
+    """
+    return f"""CREATE OR REPLACE TEMP TABLE _distinct AS
+        SELECT nid, count(*) FILTER (WHERE by_session AND sh IS NOT NULL) AS sessions,
+               count(*) FILTER (WHERE NOT by_session AND uh IS NOT NULL) AS users
+        FROM (SELECT nid, sh, uh, grouping(uh) = 1 AS by_session FROM {events}
+              GROUP BY GROUPING SETS ((nid, sh), (nid, uh)))
+        GROUP BY nid"""
 
 
-def _sequence_sql(window: float) -> str:
+def _sequence_sql(events: str, window: float) -> str:
     # Abandonment compares with the session's last click: "no click at or after t" holds
     # exactly when the last click came before t (or never), ties included.
     return f"""CREATE OR REPLACE TEMP TABLE _seq AS
@@ -158,8 +181,10 @@ def _sequence_sql(window: float) -> str:
                count(*) AS n,
                count(*) FILTER (WHERE last_click IS NULL OR last_click < ts) AS abandoned_n
         FROM (SELECT nid, ts, lead(nid) OVER s AS next_nid, lead(ts) OVER s AS next_ts,
-                     max(CASE WHEN clk THEN ts END) OVER (PARTITION BY sh) AS last_click
-              FROM _events WHERE sh IS NOT NULL AND ts IS NOT NULL
+                     max(CASE WHEN clk THEN ts END) OVER (s ROWS BETWEEN UNBOUNDED PRECEDING
+                                                             AND UNBOUNDED FOLLOWING) AS last_click
+              FROM {events} WHERE sh IS NOT NULL AND ts IS NOT NULL
+              -- one window specification, so the events are partitioned and sorted once
               WINDOW s AS (PARTITION BY sh ORDER BY ts, nid))
         GROUP BY ALL"""
 
@@ -206,6 +231,7 @@ def reform_sql() -> list[str]:
         GROUP BY nid""",
         "DROP TABLE _terms",
         "DROP TABLE _alike",
+        "DROP TABLE _pairs",
     ]
 
 
@@ -217,7 +243,7 @@ def stats_columns(fields: Mapping[str, str]) -> list[str]:
 
 
 def stats_sql(fields: Mapping[str, str]) -> str:
-    """The result: one row per normalised query kept; ``nid`` order is query-text order."""
+    """The result: one row per normalised query kept (in no particular order)."""
     sequenced = _sequences(fields)
     optional = "".join(
         f"t.{n}, " for n, f in (("sessions", "session_id"), ("users", "user_id")) if f in fields
@@ -226,14 +252,11 @@ def stats_sql(fields: Mapping[str, str]) -> str:
     reform = _rate("coalesce(r.reformulated, 0)", "t.seq_n", sequenced)
     abandon = _rate("t.abandoned_n", "t.seq_n", sequenced and "clicked" in fields)
     return f"""CREATE OR REPLACE TEMP TABLE _stats AS
-        SELECT q.nid, q.query, t.frequency, {optional}
+        SELECT t.nid, t.query, t.frequency, {optional}
                {zero} AS zero_result_rate, {reform} AS reformulation_rate,
-               {abandon} AS abandonment_rate, q.pii
-        FROM _per_query AS t
-        JOIN _norms AS q USING (nid)
-        LEFT JOIN _reform AS r USING (nid)
-        WHERE NOT q.excluded
-        ORDER BY q.nid"""
+               {abandon} AS abandonment_rate, t.pii
+        FROM _per_query AS t LEFT JOIN _reform AS r USING (nid)
+        WHERE NOT t.excluded"""
 
 
 def _rate(count: str, total: str, available: bool) -> str:

@@ -259,6 +259,55 @@ def test_it_normalises_the_same_in_sql_and_in_python(
     assert got == normalise_query(text)
 
 
+# Mostly ASCII (every control character and all of ASCII's whitespace included), with some
+# characters that NFKC or case folding change and some Unicode whitespace, so that both the
+# SQL path and the Python fallback are exercised, and strings mixing them.
+_MIXED_TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(max_codepoint=0x7F),
+        st.sampled_from(["\u00a0", "\u2003", "\u0085", "\u3000", "ß", "ﬁ", "Ａ", "É", "İ", "ǅ"]),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=_MIXED_TEXT,
+    rule=st.builds(Normalisation, st.booleans(), st.booleans(), st.booleans()),
+)
+def test_it_normalises_mixed_ascii_and_unicode_the_same_in_sql_and_in_python(
+    text: str, rule: Normalisation
+) -> None:
+    con = duckdb.connect()
+    con.create_function(
+        "py_rule",
+        lambda value: normalise_query(value, rule),
+        [duckdb.string_type()],
+        duckdb.string_type(),
+    )
+    sql = f"SELECT {normalise_sql('x', rule, 'py_rule')} FROM (SELECT ? AS x)"
+    (got,) = con.execute(sql, [text]).fetchone()  # type: ignore[misc]
+    assert got == normalise_query(text, rule)
+
+
+_PII_TEXT = st.lists(
+    st.sampled_from([*"0123456789 -.()/+@=:?&;abcmoptwx[]", "://", "token=", "1234 "]),
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_PII_TEXT)
+def test_it_screens_random_text_the_same_in_sql_and_python(text: str) -> None:
+    sql = f"SELECT {pii_kind_sql('x')}, {mask_sql('x')} FROM (SELECT ? AS x)"
+    got_kind, got_masked = duckdb.connect().execute(sql, [text]).fetchone()  # type: ignore[misc]
+    kind, masked = pii_screen(text)
+    assert got_kind == kind
+    if kind:
+        assert got_masked == masked
+
+
 @pytest.mark.parametrize(
     ("text", "kind", "masked"),
     [
