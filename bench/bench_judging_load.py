@@ -25,6 +25,8 @@ import http.client
 import os
 import platform
 import re
+import runpy
+import selectors
 import signal
 import socket
 import statistics
@@ -36,6 +38,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -48,6 +51,7 @@ PASSWORD = "load-test-password-1"
 ITEM = re.compile(rb'data-item="(\d+)"')
 KEY = re.compile(rb'name="key" value="([0-9a-f-]{36})"')
 TOKEN = re.compile(rb'name="csrfmiddlewaretoken" value="([^"]+)"')
+CONTENT_LENGTH = re.compile(rb"\r\nContent-Length: *(\d+)", re.IGNORECASE)
 MAX_SUBMISSIONS = 200_000  # a hard bound on top of the duration
 
 
@@ -92,6 +96,10 @@ def usernames(annotators: int) -> list[str]:
 
 @dataclass
 class Annotator:
+    """One simulated annotator: logs in with an ordinary HTTP client, then judges through a
+    raw keep-alive socket driven by `judge_all` (the load client shares the machine's two
+    cores with the server, so it does as little as a client can)."""
+
     port: int
     username: str
     latencies: list[float] = field(default_factory=list)
@@ -101,6 +109,12 @@ class Annotator:
     def __post_init__(self) -> None:
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         self.cookies: dict[str, str] = {}
+        self.page = b""
+        self.sock: socket.socket | None = None
+        self.inbox = bytearray()
+        self.sent_at = 0.0
+        self.closing = False
+        self.n = 0
 
     def call(self, method: str, path: str, body: str = "", headers: dict | None = None):
         sent = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
@@ -109,9 +123,12 @@ class Annotator:
         response = self.conn.getresponse()
         data = response.read()
         for cookie in response.headers.get_all("Set-Cookie") or []:
-            name, _, rest = cookie.partition("=")
-            self.cookies[name.strip()] = rest.split(";", 1)[0]
+            self.set_cookie(cookie)
         return response.status, data
+
+    def set_cookie(self, header: str) -> None:
+        name, _, rest = header.partition("=")
+        self.cookies[name.strip()] = rest.split(";", 1)[0]
 
     def log_in(self) -> None:
         _, page = self.call("GET", "/accounts/login/")
@@ -121,35 +138,105 @@ class Annotator:
         form["csrfmiddlewaretoken"] = token.group(1).decode()
         status, _ = self.call("POST", "/accounts/login/", urllib.parse.urlencode(form), FORM)
         assert status == 302 and "sessionid" in self.cookies, f"login failed: {status}"
+        _, self.page = self.call("GET", f"/p/{SLUG}/judge/")
+        self.conn.close()
 
-    def judge(self, deadline: float, budget: Budget) -> None:
-        _, page = self.call("GET", f"/p/{SLUG}/judge/")
-        headers = FORM | {"HX-Request": "true", "X-CSRFToken": self.cookies["csrftoken"]}
-        n = 0
-        while time.monotonic() < deadline and budget.take():
-            item, key = ITEM.search(page), KEY.search(page)
-            if item is None or key is None:
-                break  # nothing left to judge
-            body = f"kind=grade&grade={n % 4}&seconds=1.5&key={key.group(1).decode()}"
-            start = time.perf_counter()
+    # --- the judging loop: what htmx sends when a grade key is pressed ---------------------
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.setblocking(False)
+
+    def send_answer(self) -> bool:
+        """Answer the item on screen; False when there is nothing left to judge."""
+        item, key = ITEM.search(self.page), KEY.search(self.page)
+        if item is None or key is None or self.sock is None:
+            return False
+        body = b"kind=grade&grade=%d&seconds=1.5&key=%s" % (self.n % 4, key.group(1))
+        cookies = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        head = (
+            f"POST /p/{SLUG}/judge/{item.group(1).decode()}/ HTTP/1.1\r\n"
+            f"Host: 127.0.0.1:{self.port}\r\nCookie: {cookies}\r\n"
+            "Content-Type: application/x-www-form-urlencoded\r\n"
+            f"HX-Request: true\r\nHX-Target: judge-panel\r\n"
+            f"HX-Current-URL: http://127.0.0.1:{self.port}/p/{SLUG}/judge/\r\n"
+            f"X-CSRFToken: {self.cookies['csrftoken']}\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        self.inbox.clear()
+        self.sent_at = time.perf_counter()
+        self.sock.sendall(head.encode() + body)  # a few hundred bytes: the buffer takes them
+        self.n += 1
+        return True
+
+    def receive(self) -> bool:
+        """Read what has arrived; True once the whole response is in (and handled)."""
+        assert self.sock is not None
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        self.inbox += chunk
+        end = self.inbox.find(b"\r\n\r\n")
+        if end < 0:
+            return False
+        head = bytes(self.inbox[:end])
+        length = CONTENT_LENGTH.search(head)
+        if length is None:
+            raise ConnectionError("a response without Content-Length")
+        if len(self.inbox) < end + 4 + int(length.group(1)):
+            return False
+        self.latencies.append(time.perf_counter() - self.sent_at)
+        status = int(head[9:12])
+        if b"Set-Cookie" in head:  # rare: the session and CSRF cookies do not change
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"set-cookie:"):
+                    self.set_cookie(line[11:].decode().strip())
+        self.page = bytes(self.inbox[end + 4 :])
+        if status == 200:
+            self.acknowledged += 1
+        else:
+            self.errors.append(f"HTTP {status}")
+        self.closing = b"Connection: close" in head  # a sync worker: reconnect, as browsers do
+        return True
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
+def judge_all(clients: list[Annotator], deadline: float, budget: Budget) -> None:
+    """Drive every annotator from one thread: each sends its next answer as soon as the
+    previous response is in (a closed loop with no think time)."""
+    selector = selectors.DefaultSelector()
+    for client in clients:
+        client.connect()
+        if budget.take() and client.send_answer():
+            selector.register(client.sock, selectors.EVENT_READ, client)  # type: ignore[arg-type]
+    while selector.get_map():
+        for event, _ in selector.select(timeout=30):
+            client = event.data
             try:
-                status, page = self.call(
-                    "POST", f"/p/{SLUG}/judge/{item.group(1).decode()}/", body, headers
-                )
-            except (OSError, http.client.HTTPException) as error:
-                self.errors.append(repr(error))
-                self.conn.close()
-                break
-            self.latencies.append(time.perf_counter() - start)
-            if status == 200:
-                self.acknowledged += 1
+                if not client.receive():
+                    continue
+            except OSError as error:
+                client.errors.append(repr(error))
+                selector.unregister(event.fileobj)
+                client.close()
+                continue
+            selector.unregister(event.fileobj)
+            if client.closing:
+                client.close()
+                client.connect()
+            if time.monotonic() < deadline and budget.take() and client.send_answer():
+                selector.register(client.sock, selectors.EVENT_READ, client)
             else:
-                self.errors.append(f"HTTP {status}")
-            n += 1
+                client.close()
 
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
-CPU_PARTS = ("client", "app", "postgres", "other")
+CPU_PARTS = ("client", "app", "postgres", "pg background", "other")
 
 
 class Budget:
@@ -185,13 +272,16 @@ class Phase:
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_by_part(server_pid: int) -> dict[str, float]:
-    """CPU seconds used so far by the load client, gunicorn, PostgreSQL and everything else
-    on the machine (other people's work on a shared machine shows up as "other")."""
-    parts = {"client": sum(os.times()[:2]), "app": 0.0, "postgres": 0.0}
+def cpu_by_part(server_pid: int, database: str) -> dict[str, float]:
+    """CPU seconds used so far by the load client, gunicorn, PostgreSQL (the backends serving
+    the benchmark's database, and the server's background processes: WAL writer, checkpointer,
+    autovacuum, the postmaster) and everything else on the machine (other people's work on a
+    shared machine, their PostgreSQL backends included, shows up as "other")."""
+    parts = {"client": sum(os.times()[:2]), "app": 0.0, "postgres": 0.0, "pg background": 0.0}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text()
+            title = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
         name = text[text.index("(") + 1 : text.rindex(")")]
@@ -201,37 +291,28 @@ def cpu_by_part(server_pid: int) -> dict[str, float]:
         used = sum(int(f) for f in fields[11:15]) / TICK
         if pid == server_pid or ppid == server_pid:
             parts["app"] += used
-        elif name == "postgres":
+        elif name == "postgres" and f" {database} " in title:
             parts["postgres"] += used
+        elif name == "postgres" and "(" not in title:  # not a client backend of another database
+            parts["pg background"] += used
     busy = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     total = (sum(int(x) for x in busy[:8]) - int(busy[3]) - int(busy[4])) / TICK
-    parts["other"] = total - parts["client"] - parts["app"] - parts["postgres"]
+    parts["other"] = total - sum(parts.values())
     return parts
 
 
-def run_phase(port: int, names: list[str], duration: float, server_pid: int) -> Phase:
+def run_phase(
+    port: int, names: list[str], duration: float, server_pid: int, database: str
+) -> Phase:
     clients = [Annotator(port, name) for name in names]
     for client in clients:
         client.log_in()
     budget = Budget(MAX_SUBMISSIONS)
-    barrier = threading.Barrier(len(clients) + 1)
-    deadline_box: list[float] = []
-
-    def work(client: Annotator) -> None:
-        barrier.wait()
-        client.judge(deadline_box[0], budget)
-
-    threads = [threading.Thread(target=work, args=(c,)) for c in clients]
-    for thread in threads:
-        thread.start()
-    deadline_box.append(time.monotonic() + duration)
-    before = cpu_by_part(server_pid)
+    before = cpu_by_part(server_pid, database)
     started = time.perf_counter()
-    barrier.wait()
-    for thread in threads:
-        thread.join(timeout=duration + 60)
+    judge_all(clients, time.monotonic() + duration, budget)
     elapsed = time.perf_counter() - started
-    after = cpu_by_part(server_pid)
+    after = cpu_by_part(server_pid, database)
     return Phase(
         cpu={part: after[part] - before[part] for part in after},
         annotators=len(clients),
@@ -285,6 +366,9 @@ def prepare(args: argparse.Namespace, env: dict[str, str]) -> None:
         sql(args, "TRUNCATE judging_judgment, judging_claim, django_session")
         sql(args, "UPDATE judging_workunit SET claims_taken = 0")
     sql(args, "VACUUM ANALYZE")
+    # Write out the set-up's pages now, so that the checkpointer's work on the bulk load is not
+    # counted against the judging loop.
+    sql(args, "CHECKPOINT")
     subprocess.run([*manage, "collectstatic", "--noinput", "-v0"], cwd=REPO, env=env, check=True)
 
 
@@ -294,13 +378,30 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def server_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The deployment's gunicorn settings, with the command line's overrides."""
+    deployed = runpy.run_path(str(REPO / "docker" / "gunicorn.conf.py"))
+    worker_class = args.worker_class or deployed["worker_class"]
+    return {
+        "workers": args.workers or deployed["workers"],
+        "worker_class": worker_class,
+        # gunicorn turns a sync worker with threads into a threaded one: keep sync plain
+        "threads": 1 if worker_class == "sync" else args.threads or deployed["threads"],
+        "keepalive": deployed["keepalive"],
+    }
+
+
 def serve(args: argparse.Namespace, env: dict[str, str]) -> subprocess.Popen:
+    # The deployment's gunicorn settings (docker/gunicorn.conf.py), as the image's entry point
+    # starts it; only what is given on the command line differs.
     command = [
         sys.executable, "-m", "gunicorn", "assay.wsgi:application",
-        "--workers", str(args.workers), "--bind", f"127.0.0.1:{args.port}",
-        "--backlog", "256", "--log-level", "warning",
-        "--worker-class", args.worker_class, "--threads", str(args.threads),
+        "--config", str(REPO / "docker" / "gunicorn.conf.py"),
+        "--bind", f"127.0.0.1:{args.port}", "--backlog", "256", "--log-level", "warning",
     ]  # fmt: skip
+    config = server_config(args)
+    command += ["--workers", str(config["workers"]), "--worker-class", config["worker_class"]]
+    command += ["--threads", str(config["threads"])]
     server = subprocess.Popen(command, cwd=REPO, env=env)
     for _ in range(100):
         if server.poll() is not None:
@@ -379,6 +480,8 @@ def sql_version() -> str:
 
 
 def report(args: argparse.Namespace, solo: Phase, crowd: Phase, verdict: dict[str, int]) -> str:
+    config = server_config(args)
+
     def row(p: Phase) -> str:
         return (
             f"| {p.annotators} | {p.seconds:.1f} | {len(p.latencies)} | {p.percentile(50):.1f} | "
@@ -389,12 +492,13 @@ def report(args: argparse.Namespace, solo: Phase, crowd: Phase, verdict: dict[st
 
     lines = [
         f"Run on {datetime.date.today().isoformat()}: {machine()}.",
-        f"gunicorn {args.workers} {args.worker_class} workers"
-        + (f" x {args.threads} threads" if args.worker_class == "gthread" else "")
-        + ", DEBUG=0, `CONN_MAX_AGE` 60; "
+        f"gunicorn {config['workers']} {config['worker_class']} workers"
+        + (f" x {config['threads']} threads" if config["worker_class"] == "gthread" else "")
+        + " (docker/gunicorn.conf.py), DEBUG=0, `CONN_MAX_AGE` 60; "
         f"{verdict['pool items']:,} pool items ({args.queries:,} queries x "
-        f"{args.docs_per_query} documents); clients: Python threads, one HTTP/1.1 "
-        "connection each (reopened when a sync worker closes it), no think time.",
+        f"{args.docs_per_query} documents); clients: one thread driving one keep-alive "
+        "HTTP/1.1 connection per annotator (reopened when a sync worker closes it), "
+        "no think time.",
         "",
         "| annotators | seconds | submissions | p50 ms | p95 ms | p99 ms | mean ms | "
         "judgments/s | errors |",
@@ -404,8 +508,9 @@ def report(args: argparse.Namespace, solo: Phase, crowd: Phase, verdict: dict[st
         "",
         "CPU time per acknowledged submission, by part (ms):",
         "",
-        "| annotators | load client | gunicorn (Django) | PostgreSQL | other processes |",
-        "|---:|---:|---:|---:|---:|",
+        "| annotators | load client | gunicorn (Django) | PostgreSQL backends | "
+        "PostgreSQL background | other processes |",
+        "|---:|---:|---:|---:|---:|---:|",
         *[
             f"| {p.annotators} | "
             + " | ".join(f"{1000 * p.cpu[k] / max(p.acknowledged, 1):.1f}" for k in CPU_PARTS)
@@ -425,9 +530,9 @@ def main() -> None:
     parser.add_argument("--annotators", type=int, default=32)
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--single-duration", type=float, default=10.0)
-    parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1))
-    parser.add_argument("--worker-class", default="sync", choices=["sync", "gthread"])
-    parser.add_argument("--threads", type=int, default=1, help="per worker, with gthread")
+    parser.add_argument("--workers", type=int, help="default: the deployment's")
+    parser.add_argument("--worker-class", choices=["sync", "gthread"], help="default: gthread")
+    parser.add_argument("--threads", type=int, help="per worker, with gthread")
     parser.add_argument("--queries", type=int, default=5000)
     parser.add_argument("--docs-per-query", type=int, default=20)
     parser.add_argument("--port", type=int, default=0, help="default: a free one")
@@ -444,8 +549,9 @@ def main() -> None:
     prepare(args, env)
     server = serve(args, env)
     try:
-        solo = run_phase(args.port, ["solo"], args.single_duration, server.pid)
-        crowd = run_phase(args.port, usernames(args.annotators)[1:], args.duration, server.pid)
+        names = usernames(args.annotators)
+        solo = run_phase(args.port, names[:1], args.single_duration, server.pid, args.database)
+        crowd = run_phase(args.port, names[1:], args.duration, server.pid, args.database)
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)

@@ -8,8 +8,9 @@
 #   anything else is run as given, e.g. `python manage.py createsuperuser`
 #
 # Extra arguments after web, worker or demo go to gunicorn or Celery, e.g. `worker --concurrency=2`.
-# Tunables: PORT (8000), WEB_CONCURRENCY (3 gunicorn workers), GUNICORN_TIMEOUT (60 seconds),
-# LOG_LEVEL (INFO, also read by the settings).
+# Tunables: PORT (8000), WEB_CONCURRENCY (3 gunicorn workers), GUNICORN_THREADS (4 per worker),
+# GUNICORN_KEEPALIVE (75 seconds), GUNICORN_TIMEOUT (60 seconds), LOG_LEVEL (INFO, also read by
+# the settings). The rest of gunicorn's settings are in docker/gunicorn.conf.py.
 set -eu
 
 serve() {
@@ -17,6 +18,7 @@ serve() {
         --bind "0.0.0.0:${PORT:-8000}" \
         --workers "${WEB_CONCURRENCY:-3}" \
         --timeout "${GUNICORN_TIMEOUT:-60}" \
+        --config /app/docker/gunicorn.conf.py \
         --worker-tmp-dir /dev/shm \
         --access-logfile - \
         --error-logfile - \

@@ -17,7 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Min, Subquery
 from django.utils import timezone
 
-from annotation.models import Project, ProtocolAck, ProtocolVersion
+from annotation.models import Document, Project, ProtocolAck, ProtocolVersion, Query
 from annotation.protocol import DiffLine, diff
 from assay.db import bulk_insert
 from pooling.models import Pool, PoolItem
@@ -440,10 +440,9 @@ def _item_screen(
 ) -> Screen:
     item_id = state.next_item_id
     assert item_id is not None  # callers only come here with an item left to judge
-    item = PoolItem.objects.select_related("query", "document").get(pk=item_id)
     return Screen(
         protocol,
-        item=item,
+        item=shown_item(item_id),
         done_in_query=state.done,
         total_in_query=state.total,
         finished_queries=finished_count(pool=pool, user=user),
@@ -457,7 +456,42 @@ def _finish(state: UnitState) -> None:
 
 
 def finished_count(*, pool: Pool, user: User) -> int:
-    return Claim.objects.filter(pool=pool, user=user, state=ClaimState.DONE).count()
+    sql = f"SELECT count(*) FROM {Claim._meta.db_table} WHERE pool_id = %s AND user_id = %s"
+    with connection.cursor() as cursor:  # plain SQL: see unit_state
+        cursor.execute(sql + " AND state = %s", [pool.pk, user.pk, ClaimState.DONE.value])
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+_SHOWN_ITEM = """
+SELECT i.id, i.pool_id, i.query_id, i.document_id, i.position,
+       q.id, q.project_id, q.qid, q.text, q.description,
+       d.id, d.project_id, d.docid, d.title, d.text
+FROM pooling_poolitem i
+JOIN annotation_query q ON q.id = i.query_id
+JOIN annotation_document d ON d.id = i.document_id
+WHERE i.id = %s
+"""
+
+
+def shown_item(item_id: int) -> PoolItem:
+    """The item with what the panel shows of its query and document, read in one plain
+    statement (the ORM's select_related costs several times more to build than to run). Fields
+    not read here are deferred: Django loads them if something ever asks."""
+    with connection.cursor() as cursor:
+        cursor.execute(_SHOWN_ITEM, [item_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise PoolItem.DoesNotExist(f"no pool item {item_id}")
+    alias = connection.alias
+    item = PoolItem.from_db(
+        alias, ["id", "pool_id", "query_id", "document_id", "position"], row[:5]
+    )
+    item.query = Query.from_db(alias, ["id", "project_id", "qid", "text", "description"], row[5:10])
+    item.document = Document.from_db(
+        alias, ["id", "project_id", "docid", "title", "text"], row[10:]
+    )
+    return item
 
 
 @dataclass(frozen=True)

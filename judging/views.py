@@ -8,22 +8,27 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from annotation.access import Access, project_for_member
-from annotation.models import ProtocolVersion
+from annotation.models import Document, Project, ProtocolVersion, Query
 from annotation.protocol import from_content
 from annotation.services_protocol import protocol_ack
-from pooling.models import Pool
+from pooling.models import Pool, PoolItem
 
+from . import fastpath
 from .access import pool_or_404
+from .fastpath import FastScreen, NextItem
 from .highlight import highlight, query_terms
 from .models import Grade
 from .services import (
     Answer,
+    BadAnswer,
     JudgingError,
     NoSuchItem,
     NotYours,
@@ -53,17 +58,39 @@ def _user(request: HttpRequest) -> User:
 
 def grade_labels(protocol: ProtocolVersion | None) -> list[tuple[int, str]]:
     """Grade buttons: the protocol's short labels when it defines them."""
-    defined = (
-        {g.value: g.label for g in from_content(protocol.content or {}).grades} if protocol else {}
-    )
+    return _labels((protocol.content or {}).get("grades", []) if protocol else [])
+
+
+def _labels(grades: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    defined = {g.value: g.label for g in from_content({"grades": grades}).grades}
     return [
         (value, defined.get(value, label.split("·", 1)[-1].strip()))
         for value, label in Grade.choices
     ]
 
 
-def panel_context(access: Access, pool: Pool | None, screen: Screen | None) -> dict[str, Any]:
-    context: dict[str, Any] = {"project": access.project, "pool": pool, "screen": screen}
+def _document(item: PoolItem) -> dict[str, str]:
+    terms = query_terms(item.query.text)
+    # Safe: highlight() escapes every character of the untrusted text itself.
+    return {
+        "doc_title": mark_safe(highlight(item.document.title, terms)),
+        "doc_text": mark_safe(highlight(item.document.text, terms)),
+    }
+
+
+def _urls(slug: str, item: PoolItem | None) -> dict[str, str]:
+    # Reversed here once rather than by {% url %} tags: the panel is rendered on every answer.
+    urls = {
+        "undo_url": reverse("judge_undo", args=[slug]),
+        "release_url": reverse("judge_release", args=[slug]),
+    }
+    if item is not None:
+        urls["submit_url"] = reverse("judge_submit", args=[slug, item.pk])
+    return urls
+
+
+def panel_context(project: Project, pool: Pool | None, screen: Screen | None) -> dict[str, Any]:
+    context: dict[str, Any] = {"project": project, "pool": pool, "screen": screen}
     if screen is None:
         return context
     context.update(
@@ -71,18 +98,62 @@ def panel_context(access: Access, pool: Pool | None, screen: Screen | None) -> d
         grades=grade_labels(screen.protocol),
         key=uuid.uuid4(),
         undo_key=uuid.uuid4(),
+        **_urls(project.slug, screen.item),
     )
     if screen.item is not None:
-        terms = query_terms(screen.item.query.text)
-        # Safe: highlight() escapes every character of the untrusted text itself.
-        context["doc_title"] = mark_safe(highlight(screen.item.document.title, terms))
-        context["doc_text"] = mark_safe(highlight(screen.item.document.text, terms))
+        context.update(_document(screen.item))
     return context
+
+
+def _fast_panel_context(slug: str, fast: FastScreen, item: NextItem) -> dict[str, Any]:
+    """The same panel as `panel_context`, from what the one-statement submission read."""
+    project, pool = _loaded(slug, fast)
+    db, i = connection.alias, item
+    shown = PoolItem.from_db(db, ["id", "query_id", "document_id"], [i.id, i.query_id, i.doc_id])
+    shown.pool = pool
+    shown.query = Query.from_db(
+        db,
+        ["id", "qid", "text", "description"],
+        [i.query_id, i.qid, i.query_text, i.query_notes],
+    )
+    shown.document = Document.from_db(
+        db, ["id", "docid", "title", "text"], [i.doc_id, i.docid, i.title, i.text]
+    )
+    screen = Screen(
+        None,
+        item=shown,
+        done_in_query=fast.done_in_query,
+        total_in_query=fast.total_in_query,
+        finished_queries=fast.finished_queries,
+        can_undo=True,
+    )
+    context: dict[str, Any] = {
+        "project": project,
+        "pool": pool,
+        "screen": screen,
+        "grades": _labels(fast.grades),
+        "key": uuid.uuid4(),
+        "undo_key": uuid.uuid4(),
+        "error": "",
+        **_urls(slug, shown),
+    }
+    context.update(_document(shown))
+    return context
+
+
+def _loaded(slug: str, fast: FastScreen) -> tuple[Project, Pool]:
+    """The project and pool as the submission statement read them: only their ids and the
+    slug are loaded, the rest is deferred (Django reads it if anything asks)."""
+    db = connection.alias
+    project = Project.from_db(db, ["id", "slug"], [fast.project_id, slug])
+    pool = Pool.from_db(db, ["id", "project_id"], [fast.pool_id, fast.project_id])
+    pool.project = project
+    return project, pool
 
 
 def _panel(
     request: HttpRequest,
-    access: Access,
+    project: Project,
     pool: Pool,
     error: str = "",
     status: int = 200,
@@ -91,8 +162,9 @@ def _panel(
     if not request.htmx:  # type: ignore[attr-defined]
         if error:
             return HttpResponse(error, status=status, content_type="text/plain; charset=utf-8")
-        return redirect("judge", slug=access.project.slug)
-    context = panel_context(access, pool, screen_for(pool=pool, user=_user(request), after=after))
+        return redirect("judge", slug=project.slug)
+    screen = screen_for(pool=pool, user=_user(request), after=after)
+    context = panel_context(project, pool, screen)
     context["error"] = error
     return render(request, PANEL, context, status=status)
 
@@ -102,7 +174,7 @@ def judge(request: HttpRequest, slug: str) -> HttpResponse:
     access = _get_project_for_judge(request, slug)
     pool = current_pool(access.project)
     screen = screen_for(pool=pool, user=_user(request)) if pool else None
-    context = panel_context(access, pool, screen)
+    context = panel_context(access.project, pool, screen)
     protocol = screen.protocol if screen else access.project.current_protocol()
     context["protocol"] = protocol
     context["structure"] = from_content(protocol.content or {}) if protocol else None
@@ -119,11 +191,14 @@ def _key(request: HttpRequest, name: str = "key") -> uuid.UUID | None:
 @login_required
 @require_POST
 def judge_submit(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
+    fast = _submit_fast(request, slug, item_id)
+    if fast is not None:
+        return fast
     access = _get_project_for_judge(request, slug)
     pool = pool_or_404(access)
     key = _key(request)
     if key is None:
-        return _panel(request, access, pool, "the submission key is missing", 400)
+        return _panel(request, access.project, pool, "the submission key is missing", 400)
     post = request.POST
     try:
         answer = Answer.parse(
@@ -138,10 +213,40 @@ def judge_submit(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     except NoSuchItem as error:
         raise Http404(str(error)) from error
     except (NotYours, ProtocolChanged) as error:
-        return _panel(request, access, pool, str(error), 409)
+        return _panel(request, access.project, pool, str(error), 409)
     except JudgingError as error:
-        return _panel(request, access, pool, str(error), 400)
-    return _panel(request, access, pool, after=done)
+        return _panel(request, access.project, pool, str(error), 400)
+    return _panel(request, access.project, pool, after=done)
+
+
+def _submit_fast(request: HttpRequest, slug: str, item_id: int) -> HttpResponse | None:
+    """An ordinary answer from the judging page, stored and followed by the next item in one
+    SQL statement (see `fastpath`); None when the general path must handle the request."""
+    key = _key(request)
+    if key is None or not request.htmx or not fastpath.enabled():  # type: ignore[attr-defined]
+        return None
+    post = request.POST
+    try:
+        kind, grade, note = post.get("kind", "grade"), post.get("grade"), post.get("note", "")
+        answer = Answer.parse(kind, grade, note, post.get("seconds", 0))
+    except BadAnswer:
+        return None
+    fast = fastpath.submit_and_next(
+        slug=slug,
+        user=_user(request),
+        item_id=item_id,
+        kind=answer.kind,
+        grade=answer.grade,
+        note=answer.note,
+        seconds=answer.seconds,
+        key=key,
+    )
+    if fast is None:
+        return None
+    if fast.item is None:  # the query is done (and closed): the general path hands out the next
+        project, pool = _loaded(slug, fast)
+        return _panel(request, project, pool)
+    return render(request, PANEL, _fast_panel_context(slug, fast, fast.item))
 
 
 @login_required
@@ -151,12 +256,12 @@ def judge_undo(request: HttpRequest, slug: str) -> HttpResponse:
     pool = pool_or_404(access)
     key = _key(request)
     if key is None:
-        return _panel(request, access, pool, "the submission key is missing", 400)
+        return _panel(request, access.project, pool, "the submission key is missing", 400)
     try:
         judgment_undo_last(pool=pool, user=_user(request), key=key)
     except (NotYours, ProtocolChanged) as error:
-        return _panel(request, access, pool, str(error), 409)
-    return _panel(request, access, pool)
+        return _panel(request, access.project, pool, str(error), 409)
+    return _panel(request, access.project, pool)
 
 
 @login_required
@@ -168,7 +273,7 @@ def judge_release(request: HttpRequest, slug: str) -> HttpResponse:
     claim = claim_active(pool=pool, user=_user(request))
     if claim is not None:
         claim_release(claim=claim)
-    return _panel(request, access, pool)
+    return _panel(request, access.project, pool)
 
 
 @login_required
@@ -178,4 +283,4 @@ def judge_acknowledge(request: HttpRequest, slug: str, number: int) -> HttpRespo
     pool = pool_or_404(access)
     version = get_object_or_404(access.project.protocols, number=number)
     protocol_ack(version=version, user=_user(request))
-    return _panel(request, access, pool)
+    return _panel(request, access.project, pool)
