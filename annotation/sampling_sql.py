@@ -127,16 +127,20 @@ def per_query_sql(fields: Mapping[str, str], window: float, by_hash: bool) -> li
     successor), the sequenced events and the abandoned ones; the candidate is the next
     query of the session when it came within the window and differs.
     """
-    # Each statement joins the events to their query ids as it reads them: probing a hash
-    # table of the distinct raw strings costs less than writing the events out again.
-    # Blank queries have no id: the inner join drops their lines.
     key = "qh" if by_hash else "raw"
-    events = f"{WORK}._events AS e JOIN _raw_ids AS ids ON ids.key = e.{key}"
+    events = f"{WORK}._ev"
     return [
-        _distinct_sql(events),
-        _sequence_sql(events, window) if _sequences(fields) else _NO_SEQUENCES,
+        # Events by query id, written once: two statements read them, and each would pay
+        # for the join again (measured: more than writing the narrow table costs).
+        # Blank queries have no id: the inner join drops their lines.
+        f"""CREATE OR REPLACE TABLE {events} AS
+        SELECT ids.nid, e.sh, e.uh, e.ts, e.clk
+        FROM {WORK}._events AS e JOIN _raw_ids AS ids ON ids.key = e.{key}""",
         f"DROP TABLE {WORK}._events",
         "DROP TABLE _raw_ids",
+        _distinct_sql(events),
+        _sequence_sql(events, window) if _sequences(fields) else _NO_SEQUENCES,
+        f"DROP TABLE {events}",
         """CREATE OR REPLACE TEMP TABLE _pairs AS
         SELECT nid, next_nid, n FROM _seq WHERE next_nid IS NOT NULL""",
         # One table per query in two steps: a join of all tables at once would hold a hash

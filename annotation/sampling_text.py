@@ -60,8 +60,11 @@ def normalise_query(text: str, normalisation: Normalisation | None = None) -> st
     return text
 
 
-# The characters Python's ``str.split()`` treats as whitespace within ASCII, as an RE2 class.
+# The characters Python's ``str.split()`` treats as whitespace within ASCII, as an RE2 class,
+# and what text needs for collapsing them to change it: most queries need nothing, and
+# matching is cheaper than replacing.
 _ASCII_SPACE = r"[\t\n\v\f\r\x1c-\x1f ]+"
+_UNTIDY = r"[\t\n\v\f\r\x1c-\x1f]|  |^ | $"
 
 
 def normalise_sql(column: str, normalisation: Normalisation, python_udf: str) -> str:
@@ -73,11 +76,13 @@ def normalise_sql(column: str, normalisation: Normalisation, python_udf: str) ->
     test far cheaper than a regular expression. Anything else goes through ``python_udf``
     (a registration of :func:`normalise_query`).
     """
-    ascii_text = column
-    if normalisation.casefold:
-        ascii_text = f"lower({ascii_text})"
+    ascii_text = f"lower({column})" if normalisation.casefold else column
     if normalisation.collapse_whitespace:
-        ascii_text = f"trim(regexp_replace({ascii_text}, '{_ASCII_SPACE}', ' ', 'g'), ' ')"
+        collapsed = f"trim(regexp_replace({ascii_text}, '{_ASCII_SPACE}', ' ', 'g'), ' ')"
+        ascii_text = (
+            f"CASE WHEN regexp_matches({column}, '{_UNTIDY}') THEN {collapsed} "
+            f"ELSE {ascii_text} END"
+        )
     return (
         f"CASE WHEN strlen({column}) = length({column}) THEN {ascii_text} "
         f"ELSE {python_udf}({column}) END"

@@ -23,6 +23,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -54,12 +55,16 @@ def work_groupby(log: Path) -> dict:
 def work_ingest(log: Path, database: Path | None = None) -> dict:
     from annotation.sampling import EngineSettings, StrataDefinition, ingest_log, stratify
 
-    phases: list[tuple[str, float]] = []
+    phases: list[tuple[str, float, float]] = []
     started = time.perf_counter()
+
+    def clock() -> tuple[float, float]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
 
     def progress(fraction: float, message: str) -> None:
         if not phases or phases[-1][0] != message:
-            phases.append((message, time.perf_counter() - started))
+            phases.append((message, *clock()))
 
     definition = StrataDefinition()
     stats = ingest_log(
@@ -69,15 +74,18 @@ def work_ingest(log: Path, database: Path | None = None) -> dict:
         engine=EngineSettings(memory_limit=MEMORY_LIMIT, threads=THREADS),
         on_progress=progress,
     )
-    phases.append(("stratifying", time.perf_counter() - started))
+    phases.append(("stratifying", *clock()))
     strata = stratify(stats, definition)
     # The last progress message only announces the result: it is not a phase.
-    phases = [(name, t) for name, t in phases if not name.split()[0].isdigit()]
-    ends = [t for _, t in phases[1:]] + [time.perf_counter() - started]
+    phases = [phase for phase in phases if not phase[0].split()[0].isdigit()]
+    ends = [(wall, cpu) for _, wall, cpu in phases[1:]] + [clock()]
     return {
         "distinct": len(stats),
         "strata": {row.name: row.queries for row in strata.summary},
-        "phases": [(name, end - begin) for (name, begin), end in zip(phases, ends, strict=True)],
+        "phases": [
+            (name, end[0] - wall, end[1] - cpu)
+            for (name, wall, cpu), end in zip(phases, ends, strict=True)
+        ],
     }
 
 
@@ -129,8 +137,10 @@ def measure(name: str, argument: Path) -> dict:
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode:
         raise SystemExit(f"worker {name} failed with exit code {child.returncode}")
-    # ru_maxrss is in kilobytes on Linux
-    return {"wall": wall, "rss_mb": usage.ru_maxrss / 1024, **json.loads(output)}
+    # ru_maxrss is in kilobytes on Linux; CPU time counts all threads, and unlike wall time
+    # it hardly moves when another process competes for the cores.
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"wall": wall, "cpu": cpu, "rss_mb": usage.ru_maxrss / 1024, **json.loads(output)}
 
 
 def machine() -> str:
@@ -197,20 +207,23 @@ def report(log: Path, lines: int, results: dict[str, list[dict]], runs: int) -> 
         ("pandas read_csv + groupby", best["pandas"], "distinct raw strings"),
     ]
     table = [
-        "| workload | wall (s) | lines/s | peak RSS (MB) | vs GROUP BY | computes |",
-        "|---|---:|---:|---:|---:|---|",
+        "| workload | wall (s) | CPU (s) | lines/s | peak RSS (MB) | vs GROUP BY | computes |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for label, result, what in rows:
         table.append(
-            f"| {label} | {result['wall']:.2f} | {lines / result['wall']:,.0f} | "
-            f"{result['rss_mb']:.0f} | {result['wall'] / floor:.2f}x | {what} |"
+            f"| {label} | {result['wall']:.2f} | {result['cpu']:.2f} | "
+            f"{lines / result['wall']:,.0f} | {result['rss_mb']:.0f} | "
+            f"{result['wall'] / floor:.2f}x | {what} |"
         )
     sample = best["sample"]
     table.append(
-        f"| sample 300 (load + strata + draw) | {sample['wall']:.2f} | - | "
+        f"| sample 300 (load + strata + draw) | {sample['wall']:.2f} | {sample['cpu']:.2f} | - | "
         f"{sample['rss_mb']:.0f} | - | draw alone {sample['draw_seconds'] * 1000:.0f} ms |"
     )
-    phases = "\n".join(f"| {name} | {seconds:.2f} |" for name, seconds in best["ingest"]["phases"])
+    phases = "\n".join(
+        f"| {name} | {wall:.2f} | {cpu:.2f} |" for name, wall, cpu in best["ingest"]["phases"]
+    )
     strata = ", ".join(f"{k} {v:,}" for k, v in best["ingest"]["strata"].items())
     return f"""# Query sampling benchmark
 
@@ -220,15 +233,16 @@ def report(log: Path, lines: int, results: dict[str, list[dict]], runs: int) -> 
 - log: `bench/out/{log.name}`, {lines:,} lines, {size_mb:.0f} MB CSV, written by
   `bench/gen_log.py` (Zipf queries, sessions, ISO timestamps, result counts, clicks)
 - settings: DuckDB memory_limit {MEMORY_LIMIT}, {THREADS} threads, spilling to a temporary
-  directory; every figure is a whole fresh process, best of {runs} interleaved runs
+  directory; every figure is a whole fresh process, best of {runs} interleaved runs (by wall
+  time; CPU time is user + system of all threads of that run)
 - result: {best["ingest"]["distinct"]:,} distinct normalised queries ({strata})
 
 {chr(10).join(table)}
 
 Ingestion phases (best run):
 
-| phase | seconds |
-|---|---:|
+| phase | wall (s) | CPU (s) |
+|---|---:|---:|
 {phases}
 
 {notes(best, floor)}
