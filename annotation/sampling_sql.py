@@ -58,28 +58,26 @@ def screen_sql(normalisation: Normalisation) -> str:
 
 
 def numbering_sql(pii: PiiPolicy, by_hash: bool) -> list[str]:
-    """Number the normalised queries; map raw strings to ids; sum each query's counts.
+    """Number the normalised queries, sum their counts, and map raw strings to ids.
 
-    Ids follow the order of the normalised text (one sort of the distinct raw strings, and
-    no join on text), so they are the same whatever the log's order. Raw strings are keyed
-    by their 64-bit hash when no two strings share one (an integer join is much cheaper
-    than a string join), else by the text itself. Under the ``exclude`` policy a query
-    with personal data keeps an id (it still is somebody's next query in a session) but
-    is left out of the output.
+    Ids follow the order of the normalised text, so they are the same whatever the log's
+    order. Raw strings are keyed by their 64-bit hash when no two strings share one (an
+    integer join is much cheaper than a string join), else by the text itself. Under the
+    ``exclude`` policy a query with personal data keeps an id (it still is somebody's next
+    query in a session) but is left out of the output.
     """
     key = "qh" if by_hash else "raw"
     excluded = "bool_or(pii IS NOT NULL)" if pii == "exclude" else "false"
     return [
-        f"""CREATE OR REPLACE TEMP TABLE _raw_ids AS
-        SELECT {key} AS key, CAST(dense_rank() OVER (ORDER BY query) AS INTEGER) AS nid,
-               query, pii, n, rc_n, zero_n, bad_ts, max_ts
-        FROM _keyed WHERE norm <> ''""",
         f"""CREATE OR REPLACE TEMP TABLE _norms AS
-        SELECT nid, any_value(query) AS query, min(pii) AS pii, {excluded} AS excluded,
-               sum(n) AS frequency, sum(rc_n) AS rc_n, sum(zero_n) AS zero_n,
-               sum(bad_ts) AS bad_ts, max(max_ts) AS max_ts
-        FROM _raw_ids GROUP BY nid""",
-        "ALTER TABLE _raw_ids DROP COLUMN query",
+        SELECT CAST(row_number() OVER (ORDER BY query) AS INTEGER) AS nid, *
+        FROM (SELECT query, min(pii) AS pii, {excluded} AS excluded,
+                     sum(n) AS frequency, sum(rc_n) AS rc_n, sum(zero_n) AS zero_n,
+                     sum(bad_ts) AS bad_ts, max(max_ts) AS max_ts
+              FROM _keyed WHERE norm <> '' GROUP BY query)""",
+        f"""CREATE OR REPLACE TEMP TABLE _raw_ids AS
+        SELECT k.{key} AS key, q.nid FROM _keyed AS k JOIN _norms AS q USING (query)
+        WHERE k.norm <> ''""",
     ]
 
 
@@ -204,9 +202,9 @@ def reform_sql() -> list[str]:
     Sharing a term is a join on term hashes (terms: whitespace-separated tokens of the
     normalised text), far cheaper than splitting both texts of every pair. Pairs sharing none
     get the edit-distance test, bounded by ``min(2, ceil(0.3 * longer length))``, behind two
-    exact filters that spare most ``levenshtein`` calls: the lengths differ by at most 2, and
-    one of the three thirds of the first text occurs in the second (two edits cannot touch
-    all three thirds, so an untouched third survives verbatim).
+    exact filters that spare most ``levenshtein`` calls: the lengths differ by no more than
+    the bound, and one of the three thirds of the first text occurs in the second (two edits
+    cannot touch all three thirds, so an untouched third survives verbatim).
     """
     return [
         """CREATE OR REPLACE TEMP TABLE _terms AS
@@ -218,13 +216,22 @@ def reform_sql() -> list[str]:
         FROM _pairs AS p
         JOIN _terms AS a ON a.nid = p.nid
         JOIN _terms AS b ON b.nid = p.next_nid AND b.term = a.term""",
-        """INSERT INTO _alike
+        # The length test on integers first: it leaves a fifth of the pairs to fetch
+        # both texts for.
+        "CREATE OR REPLACE TEMP TABLE _lens AS SELECT nid, length(query) AS len FROM _norms",
+        """CREATE OR REPLACE TEMP TABLE _near AS
         SELECT p.nid, p.next_nid
         FROM _pairs AS p
+        JOIN _lens AS a ON a.nid = p.nid
+        JOIN _lens AS b ON b.nid = p.next_nid
+        WHERE abs(a.len - b.len) <= least(2, ceil(0.3 * greatest(a.len, b.len)))""",
+        "DROP TABLE _lens",
+        """INSERT INTO _alike
+        SELECT p.nid, p.next_nid
+        FROM _near AS p
         JOIN _norms AS a ON a.nid = p.nid
         JOIN _norms AS b ON b.nid = p.next_nid
-        WHERE abs(length(a.query) - length(b.query)) <= 2
-          AND (contains(b.query, substr(a.query, 1, length(a.query) // 3))
+        WHERE (contains(b.query, substr(a.query, 1, length(a.query) // 3))
                OR contains(b.query, substr(a.query, length(a.query) // 3 + 1, length(a.query) // 3))
                OR contains(b.query, substr(a.query, 2 * (length(a.query) // 3) + 1)))
           AND levenshtein(a.query, b.query)
@@ -235,6 +242,7 @@ def reform_sql() -> list[str]:
         GROUP BY nid""",
         "DROP TABLE _terms",
         "DROP TABLE _alike",
+        "DROP TABLE _near",
         "DROP TABLE _pairs",
     ]
 
