@@ -52,12 +52,13 @@ WITH project AS (
     SELECT i.id, i.pool_id, i.query_id FROM pooling_poolitem i JOIN pool ON i.pool_id = pool.id
     WHERE i.id = %(item)s
 ), claim AS (
-    -- FOR SHARE: a release or reassignment committing meanwhile is seen, not overtaken.
+    -- Not locked, as in the general path: an answer racing a lead's release of the query by
+    -- a few milliseconds is kept like the answers before it. A row lock here would write to
+    -- the claim's page on every answer, and the claims of everyone judging share few pages.
     SELECT c.id, c.touched_at FROM judging_claim c
     JOIN item ON c.pool_id = item.pool_id
     JOIN judging_workunit w ON w.id = c.unit_id AND w.query_id = item.query_id
     WHERE c.user_id = %(user)s AND c.state = 'active'
-    FOR SHARE OF c
 ), protocol AS (
     SELECT v.id, v.number, v.content -> 'grades' AS grades
     FROM annotation_protocolversion v JOIN project ON v.project_id = project.id

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -57,11 +57,11 @@ def current_pool(project: Project) -> Pool | None:
 
 
 def claim_active(*, pool: Pool, user: User) -> Claim | None:
-    return (
-        Claim.objects.select_related("unit")
-        .filter(pool=pool, user=user, state=ClaimState.ACTIVE)
-        .first()
+    rows = _rows(
+        _CLAIM + " WHERE c.pool_id = %s AND c.user_id = %s AND c.state = %s",
+        [pool.pk, user.pk, ClaimState.ACTIVE.value],
     )
+    return _claim(rows[0]) if rows else None
 
 
 def claim_next(*, pool: Pool, user: User) -> Claim | None:
@@ -135,12 +135,44 @@ _OPEN_UNITS = (
 _ANY_UNIT = f"SELECT 1 {_OPEN} AND {{tier}} LIMIT 1"
 
 
-def _locked() -> str:
-    # Lock only the units (SQLite has no row locks: the compare-and-set keeps it correct).
-    return " FOR UPDATE OF u SKIP LOCKED" if connection.features.has_select_for_update else ""
+_CLAIM_FIELDS = ["id", "pool_id", "unit_id", "user_id", "state", "claimed_at", "touched_at"]
+_CLAIM = (
+    f"SELECT {', '.join('c.' + f for f in _CLAIM_FIELDS)}, c.finished_at,"
+    f" {', '.join('u.' + f for f in _UNIT_FIELDS)}"
+    " FROM judging_claim c JOIN judging_workunit u ON u.id = c.unit_id"
+)
+_IDLE_MINUTES = "SELECT claim_idle_minutes FROM judging_judgingpolicy WHERE project_id = %s"
+IDLE_MINUTES = JudgingPolicy._meta.get_field("claim_idle_minutes").get_default()
+_STALE = (
+    "SELECT c.id, c.unit_id FROM judging_claim c"
+    " WHERE c.pool_id = %s AND c.state = %s AND c.touched_at < %s"
+)
 
 
-def _rows(sql: str, params: list[int]) -> list[tuple[Any, ...]]:
+def _claim(row: tuple[Any, ...]) -> Claim:
+    """A claim row read by `_CLAIM`, with its unit."""
+    width = len(_CLAIM_FIELDS) + 1
+    values = [_aware(value) for value in row[:width]]
+    claim = Claim.from_db(connection.alias, [*_CLAIM_FIELDS, "finished_at"], values)
+    claim.unit = WorkUnit.from_db(connection.alias, _UNIT_FIELDS, row[width:])
+    return claim
+
+
+def _aware(value: Any) -> Any:
+    # SQLite hands plain SQL's timestamps back naive (the ORM would add UTC): add it here.
+    if isinstance(value, datetime) and timezone.is_naive(value):
+        return timezone.make_aware(value, UTC)
+    return value
+
+
+def _locked(table: str = "u") -> str:
+    # Lock only those rows (SQLite has no row locks: the compare-and-set keeps it correct).
+    return (
+        f" FOR UPDATE OF {table} SKIP LOCKED" if connection.features.has_select_for_update else ""
+    )
+
+
+def _rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -186,7 +218,8 @@ def place_free(unit_id: int) -> None:
 
 
 def claim_hold(unit: WorkUnit, user: User, now: datetime, state: str = ClaimState.ACTIVE) -> Claim:
-    claim = Claim.objects.filter(unit=unit, user=user).first()
+    rows = _rows(_CLAIM + " WHERE c.unit_id = %s AND c.user_id = %s", [unit.pk, user.pk])
+    claim = _claim(rows[0]) if rows else None
     if claim is None:
         return Claim.objects.create(
             pool_id=unit.pool_id, unit=unit, user=user, state=state, claimed_at=now, touched_at=now
@@ -206,14 +239,12 @@ def claim_state_set(claim: Claim, state: str, now: datetime) -> None:
 def claims_expire(*, pool: Pool, now: datetime | None = None) -> int:
     """Active claims idle for longer than the project's limit go back to the pool."""
     now = now or timezone.now()
-    minutes = policy_of(pool.project).claim_idle_minutes
-    stale = (
-        Claim.objects.select_for_update(skip_locked=True)
-        .filter(pool=pool, state=ClaimState.ACTIVE, touched_at__lt=now - timedelta(minutes=minutes))
-        .values_list("pk", "unit_id")
-    )
+    minutes = _rows(_IDLE_MINUTES, [pool.project_id])
+    cutoff = now - timedelta(minutes=minutes[0][0] if minutes else IDLE_MINUTES)
+    params = [pool.pk, ClaimState.ACTIVE.value, connection.ops.adapt_datetimefield_value(cutoff)]
+    stale = _rows(_STALE + _locked("c"), params)
     expired = 0
-    for pk, unit_id in list(stale):
+    for pk, unit_id in stale:
         if Claim.objects.filter(pk=pk, state=ClaimState.ACTIVE).update(state=ClaimState.EXPIRED):
             place_free(unit_id)
             expired += 1
