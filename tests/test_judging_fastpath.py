@@ -1,0 +1,212 @@
+"""The judging page's one-statement answer (judging/fastpath.py), through the real URLs.
+
+On PostgreSQL an ordinary answer is stored, and the next item read, by one statement; anything
+unusual goes the general way. These tests hold on both databases (on SQLite every answer takes
+the general path) and check on PostgreSQL which path answered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+from django.utils import timezone
+
+from judging import views
+from judging.models import Claim, ClaimState, Judgment, WorkUnit
+from judging.services_claims import place_free
+from pooling.models import PoolItem
+from tests.conftest import World
+from tests.judging_helpers import answer, form_key, judge_page, shown_item
+from tests.test_protocol import publish_v2
+
+pytestmark = pytest.mark.django_db
+
+ON_POSTGRES = connection.vendor == "postgresql"
+
+
+@pytest.fixture
+def general(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The items whose answer went through the general path."""
+    calls: list[int] = []
+    real = views.judgment_submit
+
+    def spy(**kwargs: object) -> object:
+        calls.append(kwargs["item_id"])  # type: ignore[arg-type]
+        return real(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(views, "judgment_submit", spy)
+    yield calls
+
+
+def without_keys(html: str) -> str:
+    """The panel without what differs on every rendering (keys, CSRF tokens)."""
+    html = re.sub(r'value="[0-9a-f-]{36}"', 'value="KEY"', html)
+    return re.sub(r'value="[A-Za-z0-9]{64}"', 'value="CSRF"', html)
+
+
+def panel_of(page: str) -> str:
+    start = page.index('<section id="judge-panel"')
+    return page[start : page.index("</section>", start) + len("</section>")]
+
+
+def test_it_answers_an_ordinary_grade_in_one_statement(world: World, general: list[int]) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    first = shown_item(page)
+    partial = answer(client, slug, page, 2, seconds=3.25)
+    assert general == ([] if ON_POSTGRES else [first.pk if first else 0])
+    judgment = Judgment.objects.get(user=world.alice)
+    assert (judgment.pool_item, judgment.kind, judgment.grade) == (first, "grade", 2)
+    assert judgment.seconds_spent == 3.25
+    assert judgment.protocol == world.project.current_protocol()
+    # the same panel the general path renders for the same state (the full page's)
+    assert without_keys(panel_of(partial)) == without_keys(panel_of(judge_page(client, slug)))
+
+
+def test_it_stores_a_repeated_key_once_and_shows_the_same_next_item(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    key = form_key(page)
+    once = answer(client, slug, page, 3, key=key)
+    twice = answer(client, slug, page, 0, key=key)  # a retried request: nothing new
+    assert shown_item(once) == shown_item(twice)
+    assert list(Judgment.objects.values_list("grade", flat=True)) == [3]
+
+
+def test_it_refuses_a_key_used_by_another_judge(world: World) -> None:
+    alice, bob = world.client_for(world.alice), world.client_for(world.bob)
+    slug = world.project.slug
+    page = judge_page(alice, slug)
+    key = form_key(page)
+    answer(alice, slug, page, 3, key=key)
+    answer(bob, slug, judge_page(bob, slug), 1, key=key, status=409)
+    assert list(Judgment.objects.values_list("user__username", flat=True)) == ["alice"]
+
+
+def test_it_hides_the_project_from_a_non_member(world: World) -> None:
+    page = judge_page(world.client_for(world.alice), world.project.slug)
+    item = shown_item(page)
+    assert item is not None
+    outsider = world.client_for(world.outsider)
+    url = reverse("judge_submit", args=[world.project.slug, item.pk])
+    response = outsider.post(
+        url, {"grade": "2", "key": form_key(page)}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 404
+    assert not Judgment.objects.exists()
+
+
+def test_it_refuses_an_item_of_another_judges_query(world: World, general: list[int]) -> None:
+    alice, bob = world.client_for(world.alice), world.client_for(world.bob)
+    slug = world.project.slug
+    page = judge_page(alice, slug)
+    judge_page(bob, slug)
+    foreign = PoolItem.objects.filter(query=Claim.objects.get(user=world.bob).unit.query).first()
+    assert foreign is not None
+    response = alice.post(
+        reverse("judge_submit", args=[slug, foreign.pk]),
+        {"grade": "2", "key": form_key(page)},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 409 and general == [foreign.pk]
+    assert not Judgment.objects.exists()
+
+
+def test_it_resumes_an_expired_claim_nobody_took(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    claim = Claim.objects.get(user=world.alice)
+    Claim.objects.filter(pk=claim.pk).update(state=ClaimState.EXPIRED)
+    place_free(claim.unit_id)
+    answer(client, slug, page, 1)
+    assert Claim.objects.get(pk=claim.pk).state == ClaimState.ACTIVE
+    assert WorkUnit.objects.get(pk=claim.unit_id).claims_taken == 1
+    assert Judgment.objects.filter(user=world.alice).count() == 1
+
+
+def test_it_refuses_an_expired_claim_someone_else_took(world: World) -> None:
+    alice, bob = world.client_for(world.alice), world.client_for(world.bob)
+    slug = world.project.slug
+    page = judge_page(alice, slug)
+    Claim.objects.filter(user=world.alice).update(touched_at=timezone.now() - timedelta(hours=1))
+    judge_page(bob, slug)  # expires alice's claim, then takes the other query
+    judge_page(world.client_for(world.lead), slug)  # and the lead takes alice's
+    answer(alice, slug, page, 2, status=409)
+    assert not Judgment.objects.filter(user=world.alice).exists()
+
+
+def test_it_waits_for_the_new_protocol_to_be_acknowledged(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = answer(client, slug, judge_page(client, slug), 1)
+    publish_v2(world)
+    refused = answer(client, slug, page, 3, status=409)
+    assert "version 2 has been published" in refused
+    assert Judgment.objects.count() == 1
+    acked = client.post(
+        reverse("judge_acknowledge", args=[slug, 2]), headers={"HX-Request": "true"}
+    )
+    answer(client, slug, acked.content.decode(), 2)
+    stamped = Judgment.objects.order_by("pk").values_list("protocol__number", flat=True)
+    assert list(stamped) == [1, 2]
+
+
+def test_it_closes_the_query_with_its_last_answer_and_claims_the_next(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    first = shown_item(page)
+    assert first is not None
+    while (item := shown_item(page)) is not None and item.query == first.query:
+        page = answer(client, slug, page, 1)
+    done = Claim.objects.get(user=world.alice, unit__query=first.query)
+    assert done.state == ClaimState.DONE and done.finished_at is not None
+    nxt = shown_item(page)
+    assert nxt is not None and nxt.query != first.query
+    assert "1 query finished" in page
+    assert Claim.objects.get(user=world.alice, state=ClaimState.ACTIVE).unit.query == nxt.query
+
+
+def test_it_keeps_the_claim_alive_once_a_minute(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    long_ago, just_now = timezone.now() - timedelta(minutes=5), timezone.now()
+    Claim.objects.filter(user=world.alice).update(touched_at=long_ago)
+    page = answer(client, slug, page, 1)
+    touched = Claim.objects.get(user=world.alice).touched_at
+    assert touched > just_now - timedelta(seconds=5)
+    recent = timezone.now() - timedelta(seconds=10)
+    Claim.objects.filter(user=world.alice).update(touched_at=recent)
+    answer(client, slug, page, 2)
+    assert Claim.objects.get(user=world.alice).touched_at == recent  # no write within a minute
+
+
+def test_it_shows_the_second_judge_nothing_of_the_first(world: World) -> None:
+    WorkUnit.objects.update(judges_needed=2)  # every query is judged blind by two people
+    alice, bob = world.client_for(world.alice), world.client_for(world.bob)
+    slug = world.project.slug
+    page = judge_page(alice, slug)
+    first = shown_item(page)
+    assert first is not None
+    while (item := shown_item(page)) is not None and item.query == first.query:
+        page = answer(alice, slug, page, 3, note="")
+    bob_page = judge_page(bob, slug)
+    while (item := shown_item(bob_page)) is not None and item.query != first.query:
+        bob_page = answer(bob, slug, bob_page, 0)
+    assert item is not None and item.query == first.query
+    before = without_keys(panel_of(bob_page))
+    after = answer(bob, slug, bob_page, 1)
+    assert "alice" not in after and "judged by" not in after
+    # bob's progress counts only his own answers on the query alice finished
+    done = re.search(r"(\d+) / (\d+) judged", after)
+    assert done is not None and done.group(1) == "1"
+    assert "0 / " in before
