@@ -1,18 +1,21 @@
 """Load test of the judging loop: annotators with no think time against gunicorn on PostgreSQL.
 
 Usage: python bench/bench_judging_load.py [--annotators 32] [--duration 30] [--workers N]
-       [--queries 5000] [--docs-per-query 20] [--reuse] [--output bench/results/judging.md]
+       [--threads N] [--worker-class gthread|sync] [--queries 5000] [--docs-per-query 20]
+       [--reuse] [--output bench/results/judging.md]
 
 What it does, all on 127.0.0.1 and bounded in count and time:
 
 1. creates a fresh PostgreSQL database (`--database`, dropped first), migrates it and builds,
    through the project's services, a project with `queries x docs-per-query` pool items (100,000
    by default) and one user per simulated annotator;
-2. serves the app with gunicorn (DEBUG=0, the production settings, static files collected);
-3. one annotator alone, then `--annotators` at once, each on its own HTTP connection:
-   log in through the login form, open the judging page, then answer item after item exactly as
-   htmx does: one POST that stores the grade and returns the next item's panel. The latency of
-   that POST as the client sees it is "submit + next";
+2. serves the app with gunicorn as the image does (docker/gunicorn.conf.py: threaded workers
+   that keep connections alive; DEBUG=0, the production settings, static files collected);
+3. one annotator alone, then `--annotators` at once: each logs in through the login form and
+   opens the judging page, then answers item after item exactly as htmx does, on one kept-alive
+   connection: one POST that stores the grade and returns the next item's panel. The latency of
+   that POST as the client sees it is "submit + next". One thread drives every connection (the
+   client shares the machine's cores with the server, so it does as little as it can);
 4. afterwards checks in SQL that the stored judgments equal the acknowledged submissions, that
    no unit has more holders than judges and that no single-judged item has two judges.
 """
