@@ -7,16 +7,18 @@ phase; and it is one pip dependency, not a server. pandas would need the whole l
 (about three times the CSV's size), a hand-written streaming reader would need its own
 external sort for sessions. The phases (SQL in :mod:`annotation.sampling_sql`):
 
-1. **dictionary** (pass 1 over the file): distinct raw query strings and their counts, the
-   cost of a plain ``GROUP BY query``; malformed lines are skipped and counted, invalid
-   UTF-8 is repaired into a temporary copy and counted;
-2. **screening**: each distinct string (never each line) is normalised and screened for
-   personal data, and every normalised query gets a dense integer id;
-3. **events** (pass 2): every line becomes a compact row (query id, hashed session and user,
-   time, outcome flags); narrow statements then count per query, count distinct sessions
-   and users, and run one window over sessions (partitioned by session, ordered by time)
-   for each event's successor and the session's last click;
-4. **reformulations**: (query, successor) pairs within the window are tested for
+1. **events** (the one pass over the file): every line becomes a compact row (raw query
+   text and its 64-bit hash, hashed session and user, time, outcome flags); malformed lines
+   are skipped and counted, invalid UTF-8 is repaired into a temporary copy and counted;
+2. **dictionary**: distinct raw query strings and their counts, grouped from those rows
+   (cheaper than parsing the file a second time);
+3. **screening**: each distinct string (never each line) is normalised and screened for
+   personal data, and every normalised query gets a dense integer id, in text order;
+4. **sessions**: the rows, by query id now (matched by the hash of their raw text), feed
+   one hash aggregation for the distinct sessions and users and one window over sessions
+   (partitioned by session, ordered by time) for each event's successor and the session's
+   last click;
+5. **reformulations**: (query, successor) pairs within the window are tested for
    similarity once per distinct pair.
 
 Raw rows live only in DuckDB's temporary storage and are gone when the connection closes;
@@ -78,7 +80,6 @@ from .sampling_source import (
 )
 from .sampling_sql import (
     NORMALISE_UDF,
-    WORK,
     dictionary_sql,
     events_sql,
     numbering_sql,
@@ -256,7 +257,6 @@ class _Connection:
             "SET enable_progress_bar_print = false",
         ):
             self.con.execute(statement)
-        self.con.execute(f"ATTACH ':memory:' AS {WORK} (COMPRESS)")
         normalisation = self.rule.normalisation
         self.con.create_function(
             NORMALISE_UDF,
@@ -311,7 +311,7 @@ def _read(
     if rejects.get("INVALID ENCODING") and not source.invalid_utf8_lines:
         repaired = describe(con, transcode(source, workdir))
         return _read(con, run, repaired, fields, used, workdir)
-    if _one(con, f"SELECT count(*) FROM {WORK}._events")[0] == 0:
+    if _one(con, "SELECT count(*) FROM _events")[0] == 0:
         raise LogError(f"{source.original}: no rows after the header")
     run(dictionary_sql(), 0.35, 0.42, "counting distinct queries")
     return source, rejects
@@ -354,7 +354,7 @@ def _screen(
     by_hash = bool(_one(con, "SELECT count(DISTINCT qh) = count(*) FROM _keyed")[0])
     if by_hash:
         # The text has served its purpose: events are matched by its hash from now on.
-        con.execute(f"ALTER TABLE {WORK}._events DROP COLUMN raw")
+        con.execute("ALTER TABLE _events DROP COLUMN raw")
     for statement in numbering_sql(rule.pii, by_hash):
         run(statement, 0.50, 0.55, "numbering queries")
     screened = _screen_counts(con, rule)

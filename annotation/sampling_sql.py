@@ -1,16 +1,21 @@
 """The SQL of ingestion, one builder per phase; :mod:`annotation.sampling_ingest` runs them.
 
-Tables, in the order they appear (all TEMP, dropped as soon as the next phase no longer
-needs them, so that memory holds one phase's data at a time):
+Tables, in the order they appear (all TEMP, dropped as soon as no later statement needs
+them, so that memory holds one phase's data at a time):
 
-- ``_raw(raw, n)``: distinct raw query strings and their counts (pass 1);
-- ``_keyed(raw, n, norm, pii, query)``: each raw string normalised and screened;
-- ``_norms(nid, query, pii, excluded)``: one row and a dense id per normalised query;
-- ``_raw_ids(raw_hash, nid)``: raw string (by its hash) to query id;
-- ``_events``: one compact row per log line (pass 2), read by narrow statements into
-  ``_plain`` (counts), ``_sessions`` and ``_users`` (distinct counts) and ``_seq`` (the
-  session window), which become ``_per_query`` and ``_pairs(nid, next_nid, n)``;
-- ``_terms(nid, term)``, ``_alike(nid, next_nid)``, ``_reform(nid, reformulated)``;
+- ``_events``: one row per log line, from the only pass over the file: the raw query text
+  and its 64-bit hash ``qh``, hashed session and user, time, outcome flags;
+- ``_raw(raw, qh, n, ...)``: distinct raw strings and their counts, grouped from
+  ``_events`` (whose text column is dropped right after, unless two strings share a hash);
+- ``_keyed``: each distinct raw string normalised and screened;
+- ``_norms(nid, query, pii, excluded, frequency, ...)``: one row and a dense id per
+  normalised query (ids in text order), with the sums over its raw variants;
+- ``_raw_ids(key, nid)``: raw string (by its hash) to query id;
+- ``_ev(nid, sh, uh, ts, clk)``: the lines by query id, read by ``_distinct`` (distinct
+  sessions and users) and ``_seq`` (the session window), which become ``_per_query`` and
+  ``_pairs(nid, next_nid, n)``;
+- ``_terms``, ``_alike``, ``_lens``, ``_near``: the similarity tests, giving
+  ``_reform(nid, reformulated)``;
 - ``_stats``: the result.
 
 Pure core: no Django.
@@ -26,7 +31,6 @@ from .sampling_text import Normalisation, mask_sql, normalise_sql, pii_kind_sql
 
 __all__ = [
     "NORMALISE_UDF",
-    "WORK",
     "events_sql",
     "numbering_sql",
     "per_query_sql",
@@ -37,10 +41,6 @@ __all__ = [
 ]
 
 NORMALISE_UDF = "assay_normalise"
-# The per-line tables live in an attached in-memory database with compression on: the raw
-# query text of every line is then dictionary- and FSST-compressed, and the whole table stays
-# within the memory limit of a 10-million-line log instead of spilling.
-WORK = "_work"
 _NAN = "CAST('NaN' AS DOUBLE)"
 
 
@@ -91,7 +91,7 @@ def events_sql(source: Source, fields: Mapping[str, str], used: Mapping[str, str
     """
     query = fields["query"]
     has_ts = f"{identifier(used['timestamp'])} IS NOT NULL" if "timestamp" in used else "false"
-    return f"""CREATE OR REPLACE TABLE {WORK}._events AS
+    return f"""CREATE OR REPLACE TEMP TABLE _events AS
         SELECT raw, hash(raw) AS qh, sh, uh, ts, clk, rc IS NOT NULL AS rc_known,
                rc = 0 AS rc_zero, has_ts_value AND ts IS NULL AS bad_ts
         FROM (SELECT {query} AS raw,
@@ -110,11 +110,11 @@ def dictionary_sql() -> str:
     Counts and maxima are taken per raw string here, so that no later statement has to
     aggregate all lines again: a query's sums are the sums over its raw variants.
     """
-    return f"""CREATE OR REPLACE TEMP TABLE _raw AS
+    return """CREATE OR REPLACE TEMP TABLE _raw AS
         SELECT raw, hash(raw) AS qh, count(*) AS n,
                count(*) FILTER (WHERE rc_known) AS rc_n, count(*) FILTER (WHERE rc_zero) AS zero_n,
                count(*) FILTER (WHERE bad_ts) AS bad_ts, max(ts) AS max_ts
-        FROM {WORK}._events GROUP BY raw"""
+        FROM _events GROUP BY raw"""
 
 
 def per_query_sql(fields: Mapping[str, str], window: float, by_hash: bool) -> list[str]:
@@ -126,19 +126,18 @@ def per_query_sql(fields: Mapping[str, str], window: float, by_hash: bool) -> li
     query of the session when it came within the window and differs.
     """
     key = "qh" if by_hash else "raw"
-    events = f"{WORK}._ev"
     return [
         # Events by query id, written once: two statements read them, and each would pay
         # for the join again (measured: more than writing the narrow table costs).
         # Blank queries have no id: the inner join drops their lines.
-        f"""CREATE OR REPLACE TABLE {events} AS
+        f"""CREATE OR REPLACE TEMP TABLE _ev AS
         SELECT ids.nid, e.sh, e.uh, e.ts, e.clk
-        FROM {WORK}._events AS e JOIN _raw_ids AS ids ON ids.key = e.{key}""",
-        f"DROP TABLE {WORK}._events",
+        FROM _events AS e JOIN _raw_ids AS ids ON ids.key = e.{key}""",
+        "DROP TABLE _events",
         "DROP TABLE _raw_ids",
-        _distinct_sql(events),
-        _sequence_sql(events, window) if _sequences(fields) else _NO_SEQUENCES,
-        f"DROP TABLE {events}",
+        _DISTINCT,
+        _sequence_sql(window) if _sequences(fields) else _NO_SEQUENCES,
+        "DROP TABLE _ev",
         """CREATE OR REPLACE TEMP TABLE _pairs AS
         SELECT nid, next_nid, n FROM _seq WHERE next_nid IS NOT NULL""",
         # One table per query in two steps: a join of all tables at once would hold a hash
@@ -159,21 +158,18 @@ def _sequences(fields: Mapping[str, str]) -> bool:
     return "session_id" in fields and "timestamp" in fields
 
 
-def _distinct_sql(events: str) -> str:
-    """Distinct non-null sessions and users per query, as table ``_distinct``.
-
-    Exact: one hash aggregation with two grouping sets, (query, session) and (query, user),
-    reads the events once for both. Without the column the ids are all null and count 0.
-    """
-    return f"""CREATE OR REPLACE TEMP TABLE _distinct AS
-        SELECT nid, count(*) FILTER (WHERE by_session AND sh IS NOT NULL) AS sessions,
-               count(*) FILTER (WHERE NOT by_session AND uh IS NOT NULL) AS users
-        FROM (SELECT nid, sh, uh, grouping(uh) = 1 AS by_session FROM {events}
-              GROUP BY GROUPING SETS ((nid, sh), (nid, uh)))
-        GROUP BY nid"""
+# Distinct non-null sessions and users per query, exactly: one hash aggregation with two
+# grouping sets, (query, session) and (query, user), reads the events once for both. Without
+# the column the ids are all null and count 0.
+_DISTINCT = """CREATE OR REPLACE TEMP TABLE _distinct AS
+    SELECT nid, count(*) FILTER (WHERE by_session AND sh IS NOT NULL) AS sessions,
+           count(*) FILTER (WHERE NOT by_session AND uh IS NOT NULL) AS users
+    FROM (SELECT nid, sh, uh, grouping(uh) = 1 AS by_session FROM _ev
+          GROUP BY GROUPING SETS ((nid, sh), (nid, uh)))
+    GROUP BY nid"""
 
 
-def _sequence_sql(events: str, window: float) -> str:
+def _sequence_sql(window: float) -> str:
     # Abandonment compares with the session's last click: "no click at or after t" holds
     # exactly when the last click came before t (or never), ties included.
     return f"""CREATE OR REPLACE TEMP TABLE _seq AS
@@ -185,7 +181,7 @@ def _sequence_sql(events: str, window: float) -> str:
         FROM (SELECT nid, ts, lead(nid) OVER s AS next_nid, lead(ts) OVER s AS next_ts,
                      max(CASE WHEN clk THEN ts END) OVER (s ROWS BETWEEN UNBOUNDED PRECEDING
                                                              AND UNBOUNDED FOLLOWING) AS last_click
-              FROM {events} WHERE sh IS NOT NULL AND ts IS NOT NULL
+              FROM _ev WHERE sh IS NOT NULL AND ts IS NOT NULL
               -- one window specification, so the events are partitioned and sorted once
               WINDOW s AS (PARTITION BY sh ORDER BY ts, nid))
         GROUP BY ALL"""
