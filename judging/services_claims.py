@@ -80,12 +80,12 @@ def claim_next(*, pool: Pool, user: User) -> Claim | None:
 def _claim_take(*, pool: Pool, user: User) -> Claim | None:
     now = timezone.now()
     claims_expire(pool=pool, now=now)
-    assigned = (
-        Claim.objects.select_related("unit")
-        .filter(pool=pool, user=user, state=ClaimState.ASSIGNED)
-        .order_by("claimed_at", "pk")
-        .first()
+    where = " WHERE c.pool_id = %s AND c.user_id = %s AND c.state = %s"
+    rows = _rows(
+        _CLAIM + where + " ORDER BY c.claimed_at, c.id LIMIT 1",
+        [pool.pk, user.pk, ClaimState.ASSIGNED.value],
     )
+    assigned = _claim(rows[0]) if rows else None
     if assigned is not None:
         claim_state_set(assigned, ClaimState.ACTIVE, now)
         return assigned
@@ -140,6 +140,14 @@ _CLAIM = (
     f"SELECT {', '.join('c.' + f for f in _CLAIM_FIELDS)}, c.finished_at,"
     f" {', '.join('u.' + f for f in _UNIT_FIELDS)}"
     " FROM judging_claim c JOIN judging_workunit u ON u.id = c.unit_id"
+)
+_CLAIM_INSERT = (
+    "INSERT INTO judging_claim (pool_id, unit_id, user_id, state, claimed_at, touched_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id"
+)
+_PLACE_TAKE = (
+    "UPDATE judging_workunit SET claims_taken = claims_taken + 1"
+    " WHERE id = %s AND claims_taken < judges_needed"
 )
 _IDLE_MINUTES = "SELECT claim_idle_minutes FROM judging_judgingpolicy WHERE project_id = %s"
 IDLE_MINUTES = JudgingPolicy._meta.get_field("claim_idle_minutes").get_default()
@@ -205,10 +213,9 @@ def _pairings(pool: Pool, user: User, holders: dict[int, list[int]]) -> dict[int
 
 def place_take(unit: WorkUnit) -> bool:
     """Compare-and-set: take one place on the unit if one is still free."""
-    taken = WorkUnit.objects.filter(pk=unit.pk, claims_taken__lt=F("judges_needed")).update(
-        claims_taken=F("claims_taken") + 1
-    )
-    return taken == 1
+    with connection.cursor() as cursor:  # plain SQL, as `_rows`
+        cursor.execute(_PLACE_TAKE, [unit.pk])
+        return cursor.rowcount == 1
 
 
 def place_free(unit_id: int) -> None:
@@ -221,9 +228,12 @@ def claim_hold(unit: WorkUnit, user: User, now: datetime, state: str = ClaimStat
     rows = _rows(_CLAIM + " WHERE c.unit_id = %s AND c.user_id = %s", [unit.pk, user.pk])
     claim = _claim(rows[0]) if rows else None
     if claim is None:
-        return Claim.objects.create(
-            pool_id=unit.pool_id, unit=unit, user=user, state=state, claimed_at=now, touched_at=now
-        )
+        at = connection.ops.adapt_datetimefield_value(now)
+        created = _rows(_CLAIM_INSERT, [unit.pool_id, unit.pk, user.pk, state, at, at])
+        values = [created[0][0], unit.pool_id, unit.pk, user.pk, state, now, now, None]
+        claim = Claim.from_db(connection.alias, [*_CLAIM_FIELDS, "finished_at"], values)
+        claim.unit = unit
+        return claim
     claim.claimed_at = now
     claim_state_set(claim, state, now)
     return claim
