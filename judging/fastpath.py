@@ -214,7 +214,7 @@ def submit_and_next(
 def _execute(sql: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
     """Run one statement as a prepared statement on Django's own connection (so inside its
     transaction, if any). Django's cursors bind parameters on the client, which rules out
-    preparing; planning this statement anew would cost about as much as running it."""
+    preparing, and planning this statement costs more than running it."""
     connection.ensure_connection()
     with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(sql, params, prepare=True)
