@@ -79,15 +79,25 @@ class PoolItem(models.Model):
     # No database constraints on these three keys: checked once per row, they were half of
     # the database's work in building a 100,000-item pool. pool_build takes every id from a
     # read in its own transaction (the pool is created in it), documents and queries are never
-    # deleted but with their project, and that deletion cascades through Django.
+    # deleted but with their project, and that deletion cascades through Django. No index of
+    # their own either: every read of items is by pool (and query), which the unique indexes
+    # below serve; only a project's deletion looks items up by document or query alone.
     pool = models.ForeignKey(
         Pool, on_delete=models.CASCADE, related_name="items", db_index=False, db_constraint=False
     )
     query = models.ForeignKey(
-        Query, on_delete=models.CASCADE, related_name="pool_items", db_constraint=False
+        Query,
+        on_delete=models.CASCADE,
+        related_name="pool_items",
+        db_index=False,
+        db_constraint=False,
     )
     document = models.ForeignKey(
-        Document, on_delete=models.CASCADE, related_name="pool_items", db_constraint=False
+        Document,
+        on_delete=models.CASCADE,
+        related_name="pool_items",
+        db_index=False,
+        db_constraint=False,
     )
     provenance = models.JSONField(help_text="run name -> 1-based rank in that run")
     best_rank = models.PositiveIntegerField()
