@@ -144,14 +144,23 @@ class Judgment(models.Model):
     """
 
     pool_item = models.ForeignKey(PoolItem, on_delete=models.CASCADE, related_name="judgments")
+    # Indexed as the first column of `judgment_latest`: a second index on it would only be
+    # one more to update on every answer.
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments"
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments", db_index=False
     )
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.GRADE)
     grade = models.PositiveSmallIntegerField(choices=Grade.choices, null=True, blank=True)
     note = models.TextField(blank=True)
+    # Not indexed: judgments are read by item or by person, never by protocol version, and a
+    # version is never deleted (it is immutable), so the index would only cost every answer.
     protocol = models.ForeignKey(
-        ProtocolVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="judgments"
+        ProtocolVersion,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="judgments",
+        db_index=False,
     )
     seconds_spent = models.FloatField(help_text="time from showing the item to the answer")
     idempotency_key = models.UUIDField(default=uuid.uuid4, unique=True)
