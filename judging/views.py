@@ -58,11 +58,9 @@ def _user(request: HttpRequest) -> User:
 
 def grade_labels(protocol: ProtocolVersion | None) -> list[tuple[int, str]]:
     """Grade buttons: the protocol's short labels when it defines them."""
-    return _labels((protocol.content or {}).get("grades", []) if protocol else [])
-
-
-def _labels(grades: list[dict[str, Any]]) -> list[tuple[int, str]]:
-    defined = {g.value: g.label for g in from_content({"grades": grades}).grades}
+    defined = (
+        {g.value: g.label for g in from_content(protocol.content or {}).grades} if protocol else {}
+    )
     return [
         (value, defined.get(value, label.split("·", 1)[-1].strip()))
         for value, label in Grade.choices
@@ -106,7 +104,8 @@ def panel_context(project: Project, pool: Pool | None, screen: Screen | None) ->
 
 
 def _fast_panel_context(slug: str, fast: FastScreen, item: NextItem) -> dict[str, Any]:
-    """The same panel as `panel_context`, from what the one-statement submission read."""
+    """The same panel as `panel_context`, from what the one-statement submission read: the
+    rows it returned stand in for the models, with every other field deferred."""
     project, pool = _loaded(slug, fast)
     db, i = connection.alias, item
     shown = PoolItem.from_db(db, ["id", "query_id", "document_id"], [i.id, i.query_id, i.doc_id])
@@ -119,25 +118,23 @@ def _fast_panel_context(slug: str, fast: FastScreen, item: NextItem) -> dict[str
     shown.document = Document.from_db(
         db, ["id", "docid", "title", "text"], [i.doc_id, i.docid, i.title, i.text]
     )
+    protocol = None
+    if fast.protocol_id is not None:
+        protocol = ProtocolVersion.from_db(
+            db,
+            ["id", "number", "content"],
+            [fast.protocol_id, fast.protocol_number, {"grades": fast.grades}],
+        )
     screen = Screen(
-        None,
+        protocol,
         item=shown,
         done_in_query=fast.done_in_query,
         total_in_query=fast.total_in_query,
         finished_queries=fast.finished_queries,
         can_undo=True,
     )
-    context: dict[str, Any] = {
-        "project": project,
-        "pool": pool,
-        "screen": screen,
-        "grades": _labels(fast.grades),
-        "key": uuid.uuid4(),
-        "undo_key": uuid.uuid4(),
-        "error": "",
-        **_urls(slug, shown),
-    }
-    context.update(_document(shown))
+    context = panel_context(project, pool, screen)
+    context["error"] = ""
     return context
 
 
@@ -199,14 +196,8 @@ def judge_submit(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     key = _key(request)
     if key is None:
         return _panel(request, access.project, pool, "the submission key is missing", 400)
-    post = request.POST
     try:
-        answer = Answer.parse(
-            post.get("kind", "grade"),
-            post.get("grade"),
-            post.get("note", ""),
-            post.get("seconds", 0),
-        )
+        answer = _answer(request)
         done = judgment_submit(
             pool=pool, user=_user(request), item_id=item_id, answer=answer, key=key
         )
@@ -219,16 +210,22 @@ def judge_submit(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     return _panel(request, access.project, pool, after=done)
 
 
+def _answer(request: HttpRequest) -> Answer:
+    """The answer a judging form posted (raises BadAnswer)."""
+    post = request.POST
+    return Answer.parse(
+        post.get("kind", "grade"), post.get("grade"), post.get("note", ""), post.get("seconds", 0)
+    )
+
+
 def _submit_fast(request: HttpRequest, slug: str, item_id: int) -> HttpResponse | None:
     """An ordinary answer from the judging page, stored and followed by the next item in one
     SQL statement (see `fastpath`); None when the general path must handle the request."""
     key = _key(request)
     if key is None or not request.htmx or not fastpath.enabled():  # type: ignore[attr-defined]
         return None
-    post = request.POST
     try:
-        kind, grade, note = post.get("kind", "grade"), post.get("grade"), post.get("note", "")
-        answer = Answer.parse(kind, grade, note, post.get("seconds", 0))
+        answer = _answer(request)
     except BadAnswer:
         return None
     fast = fastpath.submit_and_next(
