@@ -30,15 +30,17 @@ from django.db import connection
 from django.utils import timezone
 from psycopg.types.numeric import Int8
 
+from pooling.models import PoolItem
+
 from .models import Kind
-from .services import TOUCH_EVERY
+from .services import SHOWN_ITEM_COLUMNS, TOUCH_EVERY, item_from_row
 
 # Kinds this path stores: an undo needs the item's previous answer and goes the general way.
 FAST_KINDS = (Kind.GRADE, Kind.UNSURE, Kind.SKIP)
 
 # The just-inserted row is invisible to the rest of the statement (one snapshot), so the
 # answered item's current kind is taken from the parameters rather than read back.
-SUBMIT_AND_NEXT = """
+SUBMIT_AND_NEXT = f"""
 WITH project AS (
     SELECT p.id FROM annotation_project p
     WHERE p.slug = %(slug)s
@@ -114,29 +116,14 @@ SELECT
     (SELECT count(*) FROM judging_claim c JOIN item ON c.pool_id = item.pool_id
      WHERE c.user_id = %(user)s AND c.state = 'done'),
     protocol.id, protocol.number, protocol.grades,
-    n.id, q.id, q.qid, q.text, q.description, d.id, d.docid, d.title, d.text
+    {SHOWN_ITEM_COLUMNS}
 FROM added
 LEFT JOIN protocol ON true
 LEFT JOIN upnext ON true
-LEFT JOIN pooling_poolitem n ON n.id = upnext.id
-LEFT JOIN annotation_query q ON q.id = n.query_id
-LEFT JOIN annotation_document d ON d.id = n.document_id
+LEFT JOIN pooling_poolitem i ON i.id = upnext.id
+LEFT JOIN annotation_query q ON q.id = i.query_id
+LEFT JOIN annotation_document d ON d.id = i.document_id
 """
-
-
-@dataclass(frozen=True)
-class NextItem:
-    """What the panel shows of the next item: nothing about systems, ranks or other judges."""
-
-    id: int
-    query_id: int
-    qid: str
-    query_text: str
-    query_notes: str  # the query's description (TREC description / narrative)
-    doc_id: int
-    docid: str
-    title: str
-    text: str
 
 
 @dataclass(frozen=True)
@@ -146,7 +133,7 @@ class FastScreen:
 
     project_id: int
     pool_id: int
-    item: NextItem | None
+    item: PoolItem | None  # with its query and document, as `services.shown_item`
     done_in_query: int
     total_in_query: int
     finished_queries: int
@@ -200,7 +187,7 @@ def submit_and_next(
     return FastScreen(
         project_id=project_id,
         pool_id=pool_id,
-        item=NextItem(*row[8:]) if row[8] is not None else None,
+        item=item_from_row(row[8:]) if row[8] is not None else None,
         done_in_query=done,
         total_in_query=total,
         finished_queries=finished,

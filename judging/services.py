@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
@@ -463,10 +465,13 @@ def finished_count(*, pool: Pool, user: User) -> int:
     return int(row[0]) if row else 0
 
 
-_SHOWN_ITEM = """
-SELECT i.id, i.pool_id, i.query_id, i.document_id, i.position,
+# What the panel shows of an item, its query and its document (the one-statement answer in
+# `fastpath` reads the same columns for the next item, so both go through `item_from_row`).
+SHOWN_ITEM_COLUMNS = """i.id, i.pool_id, i.query_id, i.document_id, i.position,
        q.id, q.project_id, q.qid, q.text, q.description,
-       d.id, d.project_id, d.docid, d.title, d.text
+       d.id, d.project_id, d.docid, d.title, d.text"""
+_SHOWN_ITEM = f"""
+SELECT {SHOWN_ITEM_COLUMNS}
 FROM pooling_poolitem i
 JOIN annotation_query q ON q.id = i.query_id
 JOIN annotation_document d ON d.id = i.document_id
@@ -476,20 +481,25 @@ WHERE i.id = %s
 
 def shown_item(item_id: int) -> PoolItem:
     """The item with what the panel shows of its query and document, read in one plain
-    statement (the ORM's select_related costs several times more to build than to run). Fields
-    not read here are deferred: Django loads them if something ever asks."""
+    statement (the ORM's select_related costs several times more to build than to run)."""
     with connection.cursor() as cursor:
         cursor.execute(_SHOWN_ITEM, [item_id])
         row = cursor.fetchone()
     if row is None:
         raise PoolItem.DoesNotExist(f"no pool item {item_id}")
+    return item_from_row(row)
+
+
+def item_from_row(row: Sequence[Any]) -> PoolItem:
+    """The models of a row of `SHOWN_ITEM_COLUMNS`. Fields not read are deferred: Django loads
+    them if something ever asks."""
     alias = connection.alias
     item = PoolItem.from_db(
         alias, ["id", "pool_id", "query_id", "document_id", "position"], row[:5]
     )
     item.query = Query.from_db(alias, ["id", "project_id", "qid", "text", "description"], row[5:10])
     item.document = Document.from_db(
-        alias, ["id", "project_id", "docid", "title", "text"], row[10:]
+        alias, ["id", "project_id", "docid", "title", "text"], row[10:15]
     )
     return item
 

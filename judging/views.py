@@ -16,14 +16,14 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from annotation.access import Access, project_for_member
-from annotation.models import Document, Project, ProtocolVersion, Query
+from annotation.models import Project, ProtocolVersion
 from annotation.protocol import from_content
 from annotation.services_protocol import protocol_ack
 from pooling.models import Pool, PoolItem
 
 from . import fastpath
 from .access import pool_or_404
-from .fastpath import FastScreen, NextItem
+from .fastpath import FastScreen
 from .highlight import highlight, query_terms
 from .models import Grade
 from .services import (
@@ -103,31 +103,21 @@ def panel_context(project: Project, pool: Pool | None, screen: Screen | None) ->
     return context
 
 
-def _fast_panel_context(slug: str, fast: FastScreen, item: NextItem) -> dict[str, Any]:
+def _fast_panel_context(slug: str, fast: FastScreen, item: PoolItem) -> dict[str, Any]:
     """The same panel as `panel_context`, from what the one-statement submission read: the
     rows it returned stand in for the models, with every other field deferred."""
     project, pool = _loaded(slug, fast)
-    db, i = connection.alias, item
-    shown = PoolItem.from_db(db, ["id", "query_id", "document_id"], [i.id, i.query_id, i.doc_id])
-    shown.pool = pool
-    shown.query = Query.from_db(
-        db,
-        ["id", "qid", "text", "description"],
-        [i.query_id, i.qid, i.query_text, i.query_notes],
-    )
-    shown.document = Document.from_db(
-        db, ["id", "docid", "title", "text"], [i.doc_id, i.docid, i.title, i.text]
-    )
+    item.pool = pool
     protocol = None
     if fast.protocol_id is not None:
         protocol = ProtocolVersion.from_db(
-            db,
+            connection.alias,
             ["id", "number", "content"],
             [fast.protocol_id, fast.protocol_number, {"grades": fast.grades}],
         )
     screen = Screen(
         protocol,
-        item=shown,
+        item=item,
         done_in_query=fast.done_in_query,
         total_in_query=fast.total_in_query,
         finished_queries=fast.finished_queries,
