@@ -102,8 +102,9 @@ def pool_build(
     if not runs:
         raise PoolingError(f"project {project.slug!r} has no runs to pool; import runs first")
     queries = dict(project.queries.values_list("qid", "pk"))
-    entries = depth_pool(_top_rows(runs, depth, queries.keys()), depth, qids=queries.keys())
-    documents = _documents_for(project, runs, depth, entries, skip_missing=skip_missing)
+    top, documents = _top_rows(project, runs, depth, queries.keys())
+    entries = depth_pool(top, depth, qids=queries.keys())
+    _check_documents(project, entries, documents, skip_missing=skip_missing)
     entries = [e for e in entries if e.docid in documents]
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     pool = Pool.objects.create(project=project, depth=depth, seed=seed)
@@ -145,57 +146,50 @@ class _ProvenanceText:
 
 
 def _top_rows(
-    runs: Sequence[Run], depth: int, qids: Iterable[str]
-) -> dict[str, dict[str, list[RunRow]]]:
+    project: Project, runs: Sequence[Run], depth: int, qids: Iterable[str]
+) -> tuple[dict[str, dict[str, list[RunRow]]], dict[str, int]]:
+    """The runs' top `depth` lines of the wanted queries, and docid -> primary key of the
+    project's documents among them, read together in one statement.
+
+    Stored ranks are trec_eval positions, so `rank <= depth` is exactly each run's top `depth`.
+    """
     wanted = set(qids)
-    by_run: dict[str, dict[str, list[RunRow]]] = {}
-    for run in runs:
-        per_query: dict[str, list[RunRow]] = defaultdict(list)
-        results = run.results.filter(rank__lte=depth).order_by("qid", "rank")
-        for qid, docid, rank, score in results.values_list("qid", "docid", "rank", "score"):
+    names = {run.pk: run.name for run in runs}
+    by_run: dict[str, dict[str, list[RunRow]]] = {run.name: defaultdict(list) for run in runs}
+    documents: dict[str, int] = {}
+    document = connection.ops.quote_name(Document._meta.db_table)
+    result = connection.ops.quote_name(RunResult._meta.db_table)
+    marks = ", ".join(["%s"] * len(runs))
+    sql = (
+        f"SELECT r.run_id, r.qid, r.docid, r.rank, r.score, d.id FROM {result} AS r "
+        f"LEFT JOIN {document} AS d ON d.project_id = %s AND d.docid = r.docid "
+        f"WHERE r.run_id IN ({marks}) AND r.rank <= %s ORDER BY r.run_id, r.qid, r.rank"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [project.pk, *names, depth])
+        for run_id, qid, docid, rank, score, document_id in cursor.fetchall():
             if qid in wanted:
-                per_query[qid].append(RunRow(qid, docid, rank, score, run.name))
-        by_run[run.name] = dict(per_query)
-    return by_run
+                name = names[run_id]
+                by_run[name][qid].append(RunRow(qid, docid, rank, score, name))
+                if document_id is not None:
+                    documents[docid] = document_id
+    return {name: dict(per_query) for name, per_query in by_run.items()}, documents
 
 
-def _documents_for(
+def _check_documents(
     project: Project,
-    runs: Sequence[Run],
-    depth: int,
     entries: Sequence[PoolEntry],
+    documents: Mapping[str, int],
     *,
     skip_missing: bool,
-) -> dict[str, int]:
-    wanted = {entry.docid for entry in entries}
-    found = _document_ids(project, runs, depth)
-    missing = wanted - found.keys()
+) -> None:
+    missing = {entry.docid for entry in entries} - documents.keys()
     if missing and not skip_missing:
         examples = ", ".join(sorted(missing)[:5])
         raise PoolingError(
             f"{len(missing)} pooled documents are not in the corpus of {project.slug!r} "
             f"(e.g. {examples}); import the corpus that holds them, or skip them explicitly"
         )
-    return found
-
-
-def _document_ids(project: Project, runs: Sequence[Run], depth: int) -> dict[str, int]:
-    """docid -> primary key of the project's documents among the runs' top `depth` lines.
-
-    A join in the database: sending 100,000 docids as a parameter costs more than the lookup.
-    Stored ranks are trec_eval positions, and the pool never reaches below `depth` of them.
-    """
-    document = connection.ops.quote_name(Document._meta.db_table)
-    result = connection.ops.quote_name(RunResult._meta.db_table)
-    marks = ", ".join(["%s"] * len(runs))
-    sql = (
-        f"SELECT DISTINCT d.docid, d.id FROM {result} AS r "
-        f"JOIN {document} AS d ON d.project_id = %s AND d.docid = r.docid "
-        f"WHERE r.run_id IN ({marks}) AND r.rank <= %s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [project.pk, *(run.pk for run in runs), depth])
-        return dict(cursor.fetchall())
 
 
 def display_order(entries: Sequence[PoolEntry], seed: int) -> list[PoolEntry]:
