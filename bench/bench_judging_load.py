@@ -1,16 +1,18 @@
-"""Load test of the judging loop: annotators with no think time against gunicorn on PostgreSQL.
+"""Load test of the judging loop: annotators with no think time against the server on PostgreSQL.
 
-Usage: python bench/bench_judging_load.py [--annotators 32] [--duration 30] [--workers N]
-       [--threads N] [--worker-class gthread|sync] [--queries 5000] [--docs-per-query 20]
-       [--reuse] [--output bench/results/judging.md]
+Usage: python bench/bench_judging_load.py [--annotators 32] [--duration 30]
+       [--server granian|gunicorn] [--workers N] [--threads N] [--worker-class gthread|sync]
+       [--queries 5000] [--docs-per-query 20] [--reuse] [--output bench/results/judging.md]
 
 What it does, all on 127.0.0.1 and bounded in count and time:
 
 1. creates a fresh PostgreSQL database (`--database`, dropped first), migrates it and builds,
    through the project's services, a project with `queries x docs-per-query` pool items (100,000
    by default) and one user per simulated annotator;
-2. serves the app with gunicorn as the image does (docker/gunicorn.conf.py: threaded workers
-   that keep connections alive; DEBUG=0, the production settings, static files collected);
+2. serves the app as the image does: granian started by the image's entry point
+   (docker/entrypoint.sh), DEBUG=0, the production settings, static files collected; or, with
+   `--server gunicorn`, gunicorn's threaded workers with keep-alive as deployed before, to
+   compare the two servers on the same data;
 3. one annotator alone, then `--annotators` at once: each logs in through the login form and
    opens the judging page, then answers item after item exactly as htmx does, on one kept-alive
    connection: one POST that stores the grade and returns the next item's panel. The latency of
@@ -28,7 +30,6 @@ import http.client
 import os
 import platform
 import re
-import runpy
 import selectors
 import signal
 import socket
@@ -276,7 +277,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_by_part(server_pid: int, database: str) -> dict[str, float]:
-    """CPU seconds used so far by the load client, gunicorn, PostgreSQL (the backends serving
+    """CPU seconds used so far by the load client, the web server, PostgreSQL (the backends serving
     the benchmark's database, and the server's background processes: WAL writer, checkpointer,
     autovacuum, the postmaster) and everything else on the machine (other people's work on a
     shared machine, their PostgreSQL backends included, shows up as "other")."""
@@ -381,34 +382,53 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+# gunicorn as it was deployed before granian replaced it, for the comparison (`--server
+# gunicorn`): threaded workers that keep each annotator's connection open.
+GUNICORN = {"workers": 3, "worker_class": "gthread", "threads": 4, "keepalive": 75}
+
+
 def server_config(args: argparse.Namespace) -> dict[str, Any]:
-    """The deployment's gunicorn settings, with the command line's overrides."""
-    deployed = runpy.run_path(str(REPO / "docker" / "gunicorn.conf.py"))
-    worker_class = args.worker_class or deployed["worker_class"]
+    """The server's settings: the deployment's (docker/entrypoint.sh) or gunicorn's, with the
+    command line's overrides."""
+    if args.server == "granian":
+        return {"workers": args.workers or 2, "threads": args.threads or 4}
+    worker_class = args.worker_class or GUNICORN["worker_class"]
     return {
-        "workers": args.workers or deployed["workers"],
+        "workers": args.workers or GUNICORN["workers"],
         "worker_class": worker_class,
         # gunicorn turns a sync worker with threads into a threaded one: keep sync plain
-        "threads": 1 if worker_class == "sync" else args.threads or deployed["threads"],
-        "keepalive": deployed["keepalive"],
+        "threads": 1 if worker_class == "sync" else args.threads or GUNICORN["threads"],
+        "keepalive": GUNICORN["keepalive"],
     }
 
 
-def serve(args: argparse.Namespace, env: dict[str, str]) -> subprocess.Popen:
-    # The deployment's gunicorn settings (docker/gunicorn.conf.py), as the image's entry point
-    # starts it; only what is given on the command line differs.
-    command = [
-        sys.executable, "-m", "gunicorn", "assay.wsgi:application",
-        "--config", str(REPO / "docker" / "gunicorn.conf.py"),
-        "--bind", f"127.0.0.1:{args.port}", "--backlog", "256", "--log-level", "warning",
-    ]  # fmt: skip
+def server_command(args: argparse.Namespace, env: dict[str, str]) -> list[str]:
     config = server_config(args)
-    command += ["--workers", str(config["workers"]), "--worker-class", config["worker_class"]]
-    command += ["--threads", str(config["threads"])]
-    server = subprocess.Popen(command, cwd=REPO, env=env)
+    if args.server == "granian":
+        # The image's own entry point, so that what is measured is what is deployed; `serve`
+        # skips the migrations (done already) and HOST keeps it on the loopback interface.
+        env.update(
+            HOST="127.0.0.1",
+            PORT=str(args.port),
+            WEB_CONCURRENCY=str(config["workers"]),
+            WEB_THREADS=str(config["threads"]),
+            PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        )
+        return ["sh", str(REPO / "docker" / "entrypoint.sh"), "serve", "--no-access-log",
+                "--log-level", "warning"]  # fmt: skip
+    return [
+        sys.executable, "-m", "gunicorn", "assay.wsgi:application",
+        "--bind", f"127.0.0.1:{args.port}", "--backlog", "256", "--log-level", "warning",
+        "--workers", str(config["workers"]), "--worker-class", config["worker_class"],
+        "--threads", str(config["threads"]), "--keep-alive", str(config["keepalive"]),
+    ]  # fmt: skip
+
+
+def serve(args: argparse.Namespace, env: dict[str, str]) -> subprocess.Popen:
+    server = subprocess.Popen(server_command(args, env), cwd=REPO, env=env)
     for _ in range(100):
         if server.poll() is not None:
-            sys.exit("gunicorn stopped at start-up (is the port free?)")
+            sys.exit(f"{args.server} stopped at start-up (is the port free?)")
         try:
             conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=2)
             conn.request("GET", "/healthz")
@@ -417,7 +437,7 @@ def serve(args: argparse.Namespace, env: dict[str, str]) -> subprocess.Popen:
         except OSError:
             time.sleep(0.2)
     server.kill()
-    sys.exit("gunicorn did not come up")
+    sys.exit(f"{args.server} did not come up")
 
 
 def checks(args: argparse.Namespace, acknowledged: int) -> dict[str, int]:
@@ -482,6 +502,19 @@ def sql_version() -> str:
     return f"PostgreSQL {row[0].split()[0]}" if row else "PostgreSQL"
 
 
+def server_line(args: argparse.Namespace, config: dict[str, Any]) -> str:
+    if args.server == "granian":
+        return (
+            f"granian {config['workers']} workers x {config['threads']} threads "
+            "(docker/entrypoint.sh, as deployed)"
+        )
+    threads = f" x {config['threads']} threads" if config["worker_class"] == "gthread" else ""
+    return (
+        f"gunicorn {config['workers']} {config['worker_class']} workers{threads}, "
+        f"keep-alive {config['keepalive']} s (the earlier deployment)"
+    )
+
+
 def report(args: argparse.Namespace, solo: Phase, crowd: Phase, verdict: dict[str, int]) -> str:
     config = server_config(args)
 
@@ -495,9 +528,7 @@ def report(args: argparse.Namespace, solo: Phase, crowd: Phase, verdict: dict[st
 
     lines = [
         f"Run on {datetime.date.today().isoformat()}: {machine()}.",
-        f"gunicorn {config['workers']} {config['worker_class']} workers"
-        + (f" x {config['threads']} threads" if config["worker_class"] == "gthread" else "")
-        + " (docker/gunicorn.conf.py), DEBUG=0, `CONN_MAX_AGE` 60; "
+        server_line(args, config) + ", DEBUG=0, `CONN_MAX_AGE` 60; "
         f"{verdict['pool items']:,} pool items ({args.queries:,} queries x "
         f"{args.docs_per_query} documents); clients: one thread driving one keep-alive "
         "HTTP/1.1 connection per annotator (reopened when a sync worker closes it), "
@@ -511,7 +542,7 @@ def report(args: argparse.Namespace, solo: Phase, crowd: Phase, verdict: dict[st
         "",
         "CPU time per acknowledged submission, by part (ms):",
         "",
-        "| annotators | load client | gunicorn (Django) | PostgreSQL backends | "
+        "| annotators | load client | web server (Django) | PostgreSQL backends | "
         "PostgreSQL background | other processes |",
         "|---:|---:|---:|---:|---:|---:|",
         *[
@@ -533,9 +564,13 @@ def main() -> None:
     parser.add_argument("--annotators", type=int, default=32)
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--single-duration", type=float, default=10.0)
+    parser.add_argument(
+        "--server", choices=["granian", "gunicorn"], default="granian",
+        help="granian as deployed (default), or gunicorn as deployed before, to compare",
+    )  # fmt: skip
     parser.add_argument("--workers", type=int, help="default: the deployment's")
-    parser.add_argument("--worker-class", choices=["sync", "gthread"], help="default: gthread")
-    parser.add_argument("--threads", type=int, help="per worker, with gthread")
+    parser.add_argument("--worker-class", choices=["sync", "gthread"], help="gunicorn only")
+    parser.add_argument("--threads", type=int, help="per worker (gunicorn: with gthread)")
     parser.add_argument("--queries", type=int, default=5000)
     parser.add_argument("--docs-per-query", type=int, default=20)
     parser.add_argument("--port", type=int, default=0, help="default: a free one")

@@ -3,11 +3,12 @@
 compose.yaml is read the way Compose reads it (``${VAR:-default}`` and ``${VAR:?error}``
 resolved) and its environment is handed to the project's own settings, so a drift between the
 two fails here rather than at ``docker compose up``. The entry point runs against stub
-``python``/``gunicorn``/``celery`` commands that record how they were called.
+``python``/``granian``/``celery`` commands that record how they were called.
 """
 
 from __future__ import annotations
 
+import http.client
 import http.server
 import json
 import os
@@ -17,7 +18,9 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import tomllib
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
@@ -336,7 +339,7 @@ def test_it_serves_the_wsgi_application_through_the_entrypoint() -> None:
     assert instruction("CMD") == ['["web"]']
     assert "docker/entrypoint.sh /usr/local/bin/docker-entrypoint" in instruction("COPY")
     assert instruction("EXPOSE") == ["8000"]
-    assert "exec gunicorn assay.wsgi:application" in ENTRYPOINT.read_text("utf-8")
+    assert "exec granian assay.wsgi:application" in ENTRYPOINT.read_text("utf-8")
 
 
 def test_it_imports_the_wsgi_application() -> None:
@@ -372,10 +375,10 @@ def test_it_passes_a_shell_syntax_check() -> None:
 
 @pytest.fixture
 def stubs(tmp_path: Path) -> Path:
-    """A bin folder whose python, gunicorn and celery append their argv to calls.log."""
+    """A bin folder whose python, granian and celery append their argv to calls.log."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name in ("python", "gunicorn", "celery"):
+    for name in ("python", "granian", "celery"):
         stub = bin_dir / name
         stub.write_text(
             '#!/bin/sh\necho "$(basename "$0") $*" >> "$CALLS"\nexit "${STUB_EXIT:-0}"\n'
@@ -399,21 +402,34 @@ def run_entrypoint(
 
 
 @pytest.mark.parametrize("args", [("web",), ()], ids=["web", "default"])
-def test_it_migrates_then_serves_gunicorn_for_web(stubs: Path, args: tuple[str, ...]) -> None:
+def test_it_migrates_then_serves_granian_for_web(stubs: Path, args: tuple[str, ...]) -> None:
     result, calls = run_entrypoint(stubs, *args)
 
     assert result.returncode == 0, result.stderr
     assert calls[0] == "python manage.py migrate --noinput"
-    assert calls[1].startswith("gunicorn assay.wsgi:application --bind 0.0.0.0:8000 --workers 3 ")
-    assert "--access-logfile -" in calls[1]
+    assert calls[1].startswith(
+        "granian assay.wsgi:application --interface wsgi --host 0.0.0.0 --port 8000 "
+        "--workers 2 --blocking-threads 4 "
+    )
+    assert "--access-log" in calls[1]
     assert len(calls) == 2
 
 
-def test_it_passes_the_tunables_and_extra_arguments_to_gunicorn(stubs: Path) -> None:
-    _, calls = run_entrypoint(stubs, "web", "--max-requests=1000", PORT="9000", WEB_CONCURRENCY="5")
+def test_it_passes_the_tunables_and_extra_arguments_to_granian(stubs: Path) -> None:
+    _, calls = run_entrypoint(
+        stubs, "web", "--workers-lifetime=3600", PORT="9000", WEB_CONCURRENCY="5", WEB_THREADS="8"
+    )
 
-    assert "--bind 0.0.0.0:9000 --workers 5 " in calls[1]
-    assert calls[1].endswith(" --max-requests=1000")
+    assert "--port 9000 --workers 5 --blocking-threads 8 " in calls[1]
+    assert calls[1].endswith(" --workers-lifetime=3600")
+
+
+def test_it_serves_without_migrating_for_serve(stubs: Path) -> None:
+    result, calls = run_entrypoint(stubs, "serve", HOST="127.0.0.1")
+
+    assert result.returncode == 0, result.stderr
+    assert len(calls) == 1
+    assert calls[0].startswith("granian assay.wsgi:application --interface wsgi --host 127.0.0.1 ")
 
 
 def test_it_does_not_serve_when_migrations_fail(stubs: Path) -> None:
@@ -428,7 +444,7 @@ def test_it_loads_the_demo_between_migrating_and_serving(stubs: Path) -> None:
 
     assert result.returncode == 0, result.stderr
     assert calls[:2] == ["python manage.py migrate --noinput", "python manage.py load_demo"]
-    assert calls[2].startswith("gunicorn assay.wsgi:application ")
+    assert calls[2].startswith("granian assay.wsgi:application ")
 
 
 def test_it_runs_the_celery_worker_of_the_assay_app(stubs: Path) -> None:
@@ -502,3 +518,80 @@ def test_it_reports_unhealthy_when_nothing_listens(tmp_path: Path) -> None:
         port = probe.getsockname()[1]
 
     assert healthcheck(tmp_path, port) != 0
+
+
+# --- The real server ---------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_entrypoint_serves_the_app_through_granian(tmp_path: Path) -> None:
+    """The image's web command, for real: granian in front of Django, a sign-in through the
+    form (cookies, CSRF and a form body cross the server), health, and a clean stop."""
+    port = _free_port()
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "SECRET_KEY": DUMMY_KEY,
+        "DEBUG": "1",  # plain static files: no collectstatic needed for the login page
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "WEB_CONCURRENCY": "1",
+        "WEB_THREADS": "2",
+    }
+    migrate = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v0"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert migrate.returncode == 0, migrate.stderr
+    user = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c",
+         "from django.contrib.auth.models import User; "
+         "User.objects.create_user('ann', password='pw-for-granian')"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert user.returncode == 0, user.stderr
+    server = subprocess.Popen(
+        ["sh", str(ENTRYPOINT), "serve", "--no-access-log"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        for _ in range(150):
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                conn.request("GET", "/healthz")
+                if conn.getresponse().status == 200:
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("granian did not answer on /healthz")
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/accounts/login/")
+        page = conn.getresponse()
+        body = page.read().decode()
+        cookie = page.headers["Set-Cookie"].split(";", 1)[0]
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', body)
+        assert page.status == 200 and token
+        form = urllib.parse.urlencode(
+            {"username": "ann", "password": "pw-for-granian", "csrfmiddlewaretoken": token[1]}
+        )
+        headers = {"Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded"}
+        conn.request("POST", "/accounts/login/", body=form, headers=headers)
+        signed_in = conn.getresponse()
+        signed_in.read()
+        assert signed_in.status == 302
+        assert "sessionid=" in " ".join(signed_in.headers.get_all("Set-Cookie") or [])
+        conn.request("POST", "/accounts/login/", body=form, headers={})  # no CSRF cookie
+        refused = conn.getresponse()
+        refused.read()
+        assert refused.status == 403
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=30)
+    assert server.returncode is not None, stderr
