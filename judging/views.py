@@ -19,6 +19,7 @@ from annotation.access import Access, project_for_member
 from annotation.models import Project, ProtocolVersion
 from annotation.protocol import from_content
 from annotation.services_protocol import protocol_ack
+from assay.auth import session_user
 from pooling.models import Pool, PoolItem
 
 from . import fastpath
@@ -175,12 +176,19 @@ def _key(request: HttpRequest, name: str = "key") -> uuid.UUID | None:
         return None
 
 
-@login_required
 @require_POST
 def judge_submit(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
+    # The one-statement answer identifies the person from the session and has its statement
+    # confirm them (assay.auth.session_user), so it runs before anything reads request.user;
+    # CSRF has been checked by then, as for every view. Everything else goes the general way.
     fast = _submit_fast(request, slug, item_id)
     if fast is not None:
         return fast
+    return _judge_submit(request, slug, item_id)
+
+
+@login_required
+def _judge_submit(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     access = _get_project_for_judge(request, slug)
     pool = pool_or_404(access)
     key = _key(request)
@@ -214,13 +222,16 @@ def _submit_fast(request: HttpRequest, slug: str, item_id: int) -> HttpResponse 
     key = _key(request)
     if key is None or not request.htmx or not fastpath.enabled():  # type: ignore[attr-defined]
         return None
+    who = session_user(request)
+    if who is None:
+        return None
     try:
         answer = _answer(request)
     except BadAnswer:
         return None
     fast = fastpath.submit_and_next(
         slug=slug,
-        user=_user(request),
+        user=who,
         item_id=item_id,
         kind=answer.kind,
         grade=answer.grade,

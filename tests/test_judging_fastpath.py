@@ -8,11 +8,13 @@ the general path) and check on PostgreSQL which path answered.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -101,6 +103,69 @@ def test_it_hides_the_project_from_a_non_member(world: World) -> None:
     )
     assert response.status_code == 404
     assert not Judgment.objects.exists()
+
+
+def test_it_reads_no_user_row_for_an_ordinary_answer(world: World, general: list[int]) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)  # an ordinary request: reads the row, as Django does
+    item = shown_item(page)
+    assert item is not None
+    url, data = reverse("judge_submit", args=[slug, item.pk]), {"grade": "1", "key": form_key(page)}
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(url, data, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    # On PostgreSQL the answer's own statement confirms the person; nothing else is read
+    # (that statement runs on the driver's own cursor, which Django does not log).
+    if ON_POSTGRES:
+        assert ([q["sql"] for q in queries.captured_queries], general) == ([], [])
+    assert Judgment.objects.filter(user=world.alice).count() == 1
+
+
+@pytest.mark.parametrize("change", ["password", "deactivated"])
+def test_it_stores_nothing_once_the_person_is_signed_out_by_a_change(
+    world: World, change: str
+) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    answer(client, slug, page, 2)  # the row is known to the process, the session is valid
+    alice = world.alice
+    if change == "password":
+        alice.set_password("a-new-password-for-alice")
+    else:
+        alice.is_active = False
+    alice.save()
+    item = shown_item(page)
+    assert item is not None
+    response = client.post(
+        reverse("judge_submit", args=[slug, item.pk]),
+        {"grade": "3", "key": str(uuid.uuid4())},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+    assert list(Judgment.objects.values_list("grade", flat=True)) == [2]
+
+
+def test_it_stops_a_revoked_superuser_at_once(world: World) -> None:
+    boss = world.outsider
+    boss.is_superuser = True
+    boss.save()
+    client = world.client_for(boss)
+    slug = world.project.slug
+    page = judge_page(client, slug)  # a superuser may judge in any project
+    answer(client, slug, page, 1)
+    boss.is_superuser = False
+    boss.save()
+    item = shown_item(page)  # answered already: a second answer would be a change of grade
+    assert item is not None
+    response = client.post(
+        reverse("judge_submit", args=[slug, item.pk]),
+        {"grade": "3", "key": str(uuid.uuid4())},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 404
+    assert Judgment.objects.filter(user=boss).count() == 1
 
 
 def test_it_refuses_an_item_of_another_judges_query(world: World, general: list[int]) -> None:
@@ -210,3 +275,14 @@ def test_it_shows_the_second_judge_nothing_of_the_first(world: World) -> None:
     done = re.search(r"(\d+) / (\d+) judged", after)
     assert done is not None and done.group(1) == "1"
     assert "0 / " in before
+
+
+def test_the_statement_fits_the_drivers_statement_cache() -> None:
+    # psycopg caches the conversion of statements up to 4 KB only; a longer one would be
+    # converted again on every answer.
+    from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
+
+    from judging.fastpath import SUBMIT_AND_NEXT
+
+    assert len(SUBMIT_AND_NEXT.encode()) <= MAX_CACHED_STATEMENT_LENGTH
+    assert "--" not in SUBMIT_AND_NEXT
