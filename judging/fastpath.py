@@ -71,8 +71,9 @@ WITH who AS (
     WHERE i.id = %(item)s
 ), claim AS (
     -- Not locked, as in the general path: an answer racing a lead's release of the query by
-    -- a few milliseconds is kept like the answers before it. A row lock here would write to
-    -- the claim's page on every answer, and the claims of everyone judging share few pages.
+    -- a few milliseconds is kept like the answers before it (but closes nothing: see
+    -- touched). A row lock here would write to the claim's page on every answer, and the
+    -- claims of everyone judging share few pages.
     SELECT c.id, c.touched_at FROM judging_claim c
     JOIN item ON c.pool_id = item.pool_id
     JOIN judging_workunit w ON w.id = c.unit_id AND w.query_id = item.query_id
@@ -117,11 +118,13 @@ WITH who AS (
 ), touched AS (
     -- One update of the claim: keep it alive (once a minute is enough: idle expiry counts in
     -- minutes), and close it when this was the last item, as services._finish_if_complete.
+    -- Only while it is still active: a release or expiry committed since this statement's
+    -- snapshot is re-checked here (the row is re-read after its lock), and stays as it is.
     UPDATE judging_claim SET
         touched_at = %(now)s,
         state = CASE WHEN EXISTS (SELECT 1 FROM upnext) THEN state ELSE 'done' END,
         finished_at = CASE WHEN EXISTS (SELECT 1 FROM upnext) THEN finished_at ELSE %(now)s END
-    WHERE id = (SELECT claim.id FROM claim)
+    WHERE id = (SELECT claim.id FROM claim) AND state = 'active'
       AND EXISTS (SELECT 1 FROM added)
       AND (NOT EXISTS (SELECT 1 FROM upnext) OR (SELECT touched_at FROM claim) <= %(stale)s)
 )

@@ -131,10 +131,11 @@ def unit_state(*, claim: Claim) -> UnitState:
 
 
 def _finish_if_complete(state: UnitState) -> bool:
+    """Close the claim when its last item is answered, unless a lead released it or it expired
+    since it was read: the answers stay, but the query is no longer this person's to close."""
     if state.next_item_id is not None or state.claim.state != ClaimState.ACTIVE:
         return False
-    claim_state_set(state.claim, ClaimState.DONE, timezone.now())
-    return True
+    return claim_state_set(state.claim, ClaimState.DONE, timezone.now())
 
 
 # --- protocol acknowledgement --------------------------------------------------------------
@@ -266,6 +267,8 @@ def _submit(*, pool: Pool, user: User, item_id: int, answer: Answer, key: uuid.U
     judgment = _record(item_id, user, answer, key, protocol)
     _touch(claim, judgment.created_at)
     state = unit_state(claim=claim)
+    # Not closed if a lead released the query (or it expired) since it was read above; the
+    # answer is kept all the same: it was given while the person held the query.
     _finish_if_complete(state)
     return Submitted(judgment, True, protocol, state)
 
@@ -324,8 +327,9 @@ def _resume(claim: Claim) -> bool:
     busy = Claim.objects.filter(pool_id=claim.pool_id, user_id=claim.user_id, state="active")
     if busy.exists() or not place_take(claim.unit):
         return False
-    claim_state_set(claim, ClaimState.ACTIVE, timezone.now())
-    return True
+    # Lost to a lead's reassignment meanwhile: the caller refuses the answer, and the place
+    # just taken goes back with its transaction.
+    return claim_state_set(claim, ClaimState.ACTIVE, timezone.now())
 
 
 def judgment_undo_last(*, pool: Pool, user: User, key: uuid.UUID) -> Submitted:

@@ -80,14 +80,8 @@ def claim_next(*, pool: Pool, user: User) -> Claim | None:
 def _claim_take(*, pool: Pool, user: User) -> Claim | None:
     now = timezone.now()
     claims_expire(pool=pool, now=now)
-    where = " WHERE c.pool_id = %s AND c.user_id = %s AND c.state = %s"
-    rows = _rows(
-        _CLAIM + where + " ORDER BY c.claimed_at, c.id LIMIT 1",
-        [pool.pk, user.pk, ClaimState.ASSIGNED.value],
-    )
-    assigned = _claim(rows[0]) if rows else None
+    assigned = _take_assigned(pool, user, now)
     if assigned is not None:
-        claim_state_set(assigned, ClaimState.ACTIVE, now)
         return assigned
     for attempt in range(CLAIM_ATTEMPTS):
         batch = _open_units(pool, user)
@@ -101,6 +95,21 @@ def _claim_take(*, pool: Pool, user: User) -> Claim | None:
         for unit in _in_rotation_order(batch, pool, user):
             if place_take(unit):
                 return claim_hold(unit, user, now)
+    return None
+
+
+def _take_assigned(pool: Pool, user: User, now: datetime) -> Claim | None:
+    """The oldest query a lead assigned to the user, made active. The rows are not locked, so
+    one a lead released meanwhile (its place already given back) is left as it is."""
+    where = " WHERE c.pool_id = %s AND c.user_id = %s AND c.state = %s"
+    rows = _rows(
+        _CLAIM + where + " ORDER BY c.claimed_at, c.id",
+        [pool.pk, user.pk, ClaimState.ASSIGNED.value],
+    )
+    for row in rows:
+        assigned = _claim(row)
+        if claim_state_set(assigned, ClaimState.ACTIVE, now):
+            return assigned
     return None
 
 
@@ -235,14 +244,27 @@ def claim_hold(unit: WorkUnit, user: User, now: datetime, state: str = ClaimStat
         claim.unit = unit
         return claim
     claim.claimed_at = now
-    claim_state_set(claim, state, now)
+    if not claim_state_set(claim, state, now):
+        # Another request moved this row since it was read (as the insert above fails when
+        # another request created it): the caller's transaction must not go on.
+        raise IntegrityError(f"claim {claim.pk} changed while being taken")
     return claim
 
 
-def claim_state_set(claim: Claim, state: str, now: datetime) -> None:
-    claim.state, claim.touched_at = state, now
-    claim.finished_at = now if state == ClaimState.DONE else None
-    claim.save(update_fields=["state", "claimed_at", "touched_at", "finished_at"])
+def claim_state_set(claim: Claim, state: str, now: datetime) -> bool:
+    """Compare-and-set: move the claim from the state it was read in to `state`.
+
+    False, and nothing written, when another request has changed its state since: a lead's
+    release or an expiry must never be overwritten by a late answer (the query would be held
+    twice, or `claims_taken` would count one place too few).
+    """
+    finished = now if state == ClaimState.DONE else None
+    changed = Claim.objects.filter(pk=claim.pk, state=claim.state).update(
+        state=state, claimed_at=claim.claimed_at, touched_at=now, finished_at=finished
+    )
+    if changed:
+        claim.state, claim.touched_at, claim.finished_at = state, now, finished
+    return changed == 1
 
 
 @transaction.atomic
@@ -265,9 +287,9 @@ def claims_expire(*, pool: Pool, now: datetime | None = None) -> int:
 def claim_release(*, claim: Claim) -> Claim:
     """Give a query back (by its annotator or a lead); the judgments made on it stay."""
     claim = Claim.objects.select_for_update().get(pk=claim.pk)
-    if claim.state not in (ClaimState.ACTIVE, ClaimState.ASSIGNED):
+    held = claim.state in (ClaimState.ACTIVE, ClaimState.ASSIGNED)
+    if not (held and claim_state_set(claim, ClaimState.RELEASED, timezone.now())):
         raise JudgingError("only a query being worked on, or assigned, can be released")
-    claim_state_set(claim, ClaimState.RELEASED, timezone.now())
     place_free(claim.unit_id)
     return claim
 
@@ -287,8 +309,8 @@ def claim_reassign(*, claim: Claim, to: User) -> Claim:
     now = timezone.now()
     if claim.state == ClaimState.EXPIRED and not place_take(claim.unit):
         raise JudgingError("this query has been taken by someone else since it expired")
-    if claim.state != ClaimState.EXPIRED:
-        claim_state_set(claim, ClaimState.RELEASED, now)
+    if claim.state != ClaimState.EXPIRED and not claim_state_set(claim, ClaimState.RELEASED, now):
+        raise JudgingError("this query has changed hands meanwhile: reload the page")
     busy = Claim.objects.filter(pool_id=claim.pool_id, user=to, state=ClaimState.ACTIVE)
     state = ClaimState.ASSIGNED if busy.exists() else ClaimState.ACTIVE
     return claim_hold(claim.unit, to, now, state=state)

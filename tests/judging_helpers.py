@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
 
+import pytest
 from django.test import Client
 from django.urls import reverse
 
-from pooling.models import PoolItem
+from judging.models import HOLDING, Claim, WorkUnit
+from pooling.models import Pool, PoolItem
 
 
 def shown_item(html: str) -> PoolItem | None:
@@ -70,3 +75,31 @@ def undo(client: Client, slug: str, html: str, status: int = 200) -> str:
 
 def fresh_key() -> str:
     return str(uuid.uuid4())
+
+
+def before_calling(
+    monkeypatch: pytest.MonkeyPatch, module: ModuleType, name: str, action: Callable[[], object]
+) -> None:
+    """Run `action` once, just before the first call of `module.name`: what another request
+    would commit at that very moment."""
+    real = getattr(module, name)
+    done: list[bool] = []
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if not done:
+            done.append(True)
+            action()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, wrapped)
+
+
+def places_out_of_step(pool: Pool) -> dict[int, tuple[int, int]]:
+    """Units whose `claims_taken` differs from the claims holding a place on them:
+    {unit: (claims_taken, holding claims)}; empty when every count is right."""
+    wrong = {}
+    for unit in WorkUnit.objects.filter(pool=pool):
+        holding = Claim.objects.filter(unit=unit, state__in=HOLDING).count()
+        if unit.claims_taken != holding:
+            wrong[unit.pk] = (unit.claims_taken, holding)
+    return wrong

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from functools import partial
 
 import pytest
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from judging.models import Claim, Judgment
+from judging import services
+from judging.models import Claim, ClaimState, Judgment
+from judging.services_claims import claim_release
 from tests.conftest import PASSWORD, World
+from tests.judging_helpers import before_calling, places_out_of_step
 
 pytestmark = pytest.mark.django_db
 
@@ -57,6 +61,34 @@ def test_it_stores_one_judgment_for_a_repeated_key(world: World) -> None:
     assert again[1]["id"] == first[1]["id"] and again[1]["grade"] == 3
     assert again[1]["created"] is False
     assert Judgment.objects.count() == 1
+
+
+def to_last_item(client: APIClient, slug: str) -> dict:
+    """Answer the query held until one item is left; returns that item's `next` reply."""
+    nxt = client.get(reverse("api_next", args=[slug])).json()
+    while nxt["done_in_query"] < nxt["total_in_query"] - 1:
+        key = nxt["idempotency_key"]
+        assert submit(client, slug, item=nxt["item"]["id"], grade=1, idempotency_key=key)[0] == 201
+        nxt = client.get(reverse("api_next", args=[slug])).json()
+    return nxt
+
+
+def test_it_keeps_a_late_last_answer_but_not_as_closing_a_released_query(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = token_client(world, "alice")
+    slug = world.project.slug
+    last = to_last_item(client, slug)
+    claim = Claim.objects.get(user=world.alice, state=ClaimState.ACTIVE)
+    # A lead releases the query just as its last answer is about to close it.
+    release = partial(claim_release, claim=claim)
+    before_calling(monkeypatch, services, "_finish_if_complete", release)
+    key = last["idempotency_key"]
+    status, body = submit(client, slug, item=last["item"]["id"], grade=2, idempotency_key=key)
+    assert status == 201 and Judgment.objects.filter(pk=body["id"]).exists()  # answer kept
+    claim.refresh_from_db()
+    assert (claim.state, claim.finished_at) == (ClaimState.RELEASED, None)
+    assert places_out_of_step(world.project.pools.get()) == {}
 
 
 def test_it_shows_the_queue_without_claiming(world: World) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 
 import pytest
 from django.contrib.auth.models import User
@@ -10,6 +11,7 @@ from django.utils import timezone
 
 from annotation.models import Project, Role
 from annotation.services import membership_set
+from judging import services_claims
 from judging.models import Claim, ClaimState, JudgingPolicy, WorkUnit
 from judging.services import (
     JudgingError,
@@ -21,6 +23,7 @@ from pooling.models import Pool, PoolItem
 from pooling.services import pool_build, run_create
 from pooling.trec import RunRow
 from tests.conftest import World, make_user
+from tests.judging_helpers import before_calling, places_out_of_step
 
 pytestmark = pytest.mark.django_db
 
@@ -214,6 +217,25 @@ def test_it_queues_a_reassigned_query_behind_the_current_one(world: World) -> No
     finish(bobs)
     nxt = claim_next(pool=pool, user=world.bob)
     assert nxt is not None and nxt.pk == moved.pk and nxt.state == ClaimState.ACTIVE
+
+
+def test_it_leaves_an_assignment_released_while_it_was_being_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, pool = wide_project(queries=4)
+    WorkUnit.objects.filter(pool=pool).update(judges_needed=1)
+    alice, bob = make_user("alice"), make_user("bob")
+    alices, bobs = claim_next(pool=pool, user=alice), claim_next(pool=pool, user=bob)
+    assert alices is not None and bobs is not None
+    moved = claim_reassign(claim=bobs, to=alice)  # queued behind her current query
+    finish(alices)
+    # The lead changes their mind just as alice's next claim reads the assignment.
+    release = partial(claim_release, claim=moved)
+    before_calling(monkeypatch, services_claims, "claim_state_set", release)
+    taken = claim_next(pool=pool, user=alice)
+    assert taken is not None and taken.unit_id not in (alices.unit_id, moved.unit_id)
+    assert Claim.objects.get(pk=moved.pk).state == ClaimState.RELEASED
+    assert places_out_of_step(pool) == {}
 
 
 def test_it_keeps_the_compare_and_set_within_the_judges_needed(world: World) -> None:

@@ -8,22 +8,25 @@ the general path) and check on PostgreSQL which path answered.
 from __future__ import annotations
 
 import re
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
 from judging import views
 from judging.models import Claim, ClaimState, Judgment, WorkUnit
-from judging.services_claims import place_free
+from judging.services_claims import claim_release, place_free
 from pooling.models import PoolItem
 from tests.conftest import World
-from tests.judging_helpers import answer, form_key, judge_page, shown_item
+from tests.judging_helpers import answer, form_key, judge_page, places_out_of_step, shown_item
 from tests.test_protocol import publish_v2
 
 pytestmark = pytest.mark.django_db
@@ -286,3 +289,85 @@ def test_the_statement_fits_the_drivers_statement_cache() -> None:
 
     assert len(SUBMIT_AND_NEXT.encode()) <= MAX_CACHED_STATEMENT_LENGTH
     assert "--" not in SUBMIT_AND_NEXT
+
+
+def someone_waits_for_a_lock(timeout: float = 10.0) -> bool:
+    """Whether another connection to this database is waiting for a lock (within `timeout`)."""
+    sql = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
+    )
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")  # activity is cached per transaction
+            cursor.execute(sql)
+            if cursor.fetchone()[0]:
+                return True
+            time.sleep(0.01)
+    return False
+
+
+def release_once_the_answer_waits(claim: Claim, errors: list[BaseException]) -> threading.Thread:
+    """A lead's release, in its own connection, holding the claim's row lock until the answer
+    blocks on it, then committing: the answer's statement started before the release."""
+    locked = threading.Event()
+
+    def lead() -> None:
+        try:
+            with transaction.atomic():
+                Claim.objects.select_for_update().get(pk=claim.pk)
+                locked.set()
+                someone_waits_for_a_lock()
+                claim_release(claim=claim)
+        except BaseException as error:  # reported by the test
+            errors.append(error)
+        finally:
+            locked.set()
+            connection.close()
+
+    thread = threading.Thread(target=lead)
+    thread.start()
+    assert locked.wait(10)
+    return thread
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="row locks between connections: PostgreSQL")
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("via", ["page", "api"])
+def test_it_never_closes_a_query_released_while_its_last_answer_waits(
+    world: World, via: str
+) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    first = shown_item(page)
+    assert first is not None
+    size = PoolItem.objects.filter(pool=first.pool, query=first.query).count()
+    for _ in range(size - 1):
+        page = answer(client, slug, page, 1)
+    last = shown_item(page)
+    assert last is not None and last.query == first.query
+    claim = Claim.objects.get(user=world.alice, state=ClaimState.ACTIVE)
+    errors: list[BaseException] = []
+    lead = release_once_the_answer_waits(claim, errors)
+    status = send_answer(client, slug, page, via, grade=2)
+    lead.join(10)
+    assert errors == [] and status == (200 if via == "page" else 201)
+    assert Judgment.objects.filter(pool_item=last, user=world.alice, grade=2).exists()
+    claim.refresh_from_db()
+    assert (claim.state, claim.finished_at) == (ClaimState.RELEASED, None)
+    assert places_out_of_step(first.pool) == {}
+
+
+def send_answer(client: Client, slug: str, page: str, via: str, grade: int) -> int:
+    """Answer the item shown on `page` from the judging page or through the API."""
+    item = shown_item(page)
+    assert item is not None
+    if via == "page":
+        url = reverse("judge_submit", args=[slug, item.pk])
+        form = {"grade": str(grade), "key": form_key(page)}
+        return client.post(url, form, headers={"HX-Request": "true"}).status_code
+    url = reverse("api_judgments", args=[slug])
+    body = {"item": item.pk, "grade": grade, "idempotency_key": form_key(page)}
+    return client.post(url, body, content_type="application/json").status_code
