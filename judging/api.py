@@ -223,9 +223,10 @@ class JudgmentCreateView(APIView):
         },
         summary="Answer an item of the query you hold (grade, unsure, skip or undo)",
         description=(
-            "Idempotent by `idempotency_key`: sending the same key again stores nothing and "
-            "returns the stored judgment with 200. 409 when the item is not in the query you "
-            "hold or when a new protocol version must be acknowledged first."
+            "Idempotent by `idempotency_key`: sending the same key again for the same item "
+            "stores nothing and returns the stored judgment with 200. 409 when the key was "
+            "already used for another answer (another item, or an undo), when the item is not "
+            "in the query you hold or when a new protocol version must be acknowledged first."
         ),
     )
     def post(self, request: Request, slug: str) -> Response:

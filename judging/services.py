@@ -233,26 +233,41 @@ def judgment_submit(
 ) -> Submitted:
     """Store one answer for an item of the user's active claim.
 
-    The same key sent again (a double click, a retry, a flaky connection) returns the stored
-    judgment and writes nothing, whatever the second request says. Raises NotYours when the
-    item is not in the user's active claim and ProtocolChanged when a new protocol version must
-    be acknowledged first.
+    The same key sent again for the same item (a double click, a retry, a flaky connection)
+    returns the stored judgment and writes nothing, whatever the second request says. Raises
+    NotYours when the item is not in the user's active claim or the key was used for another
+    answer, and ProtocolChanged when a new protocol version must be acknowledged first.
     """
     try:
         return _submit(pool=pool, user=user, item_id=item_id, answer=answer, key=key)
     except (NotYours, ProtocolChanged, IntegrityError):
         # The unique key makes a repeat fail; only then is it worth looking the key up (the
         # claim may have moved on since the first request, or the other copy won a race).
-        stored = _stored(key, user)
+        stored = _stored(key, user, item_id=item_id, undo=answer.kind == Kind.UNDO)
         if stored is None:
             raise
         return Submitted(stored, False)
 
 
-def _stored(key: uuid.UUID, user: User) -> Judgment | None:
+KEY_USED = "this submission key was already used for another answer; reload the page"
+
+
+def _stored(key: uuid.UUID, user: User, *, item_id: int | None, undo: bool) -> Judgment | None:
+    """The judgment this request repeats (same key, person, item and kind of answer); None
+    when the key is new.
+
+    A key already used for something else raises NotYours: answering with the stored row
+    would tell the person their new answer was kept when nothing was (`item_id` None: any
+    item, for an undo, whose item the server chooses).
+    """
     stored = Judgment.objects.filter(idempotency_key=key).first()
-    if stored is not None and stored.user_id != user.pk:
+    if stored is None:
+        return None
+    if stored.user_id != user.pk:
         raise NotYours("this submission key has already been used")
+    same_item = item_id is None or stored.pool_item_id == item_id
+    if not same_item or (stored.kind == Kind.UNDO) != undo:
+        raise NotYours(KEY_USED)
     return stored
 
 
@@ -335,13 +350,13 @@ def _resume(claim: Claim) -> bool:
 def judgment_undo_last(*, pool: Pool, user: User, key: uuid.UUID) -> Submitted:
     """Undo the user's last answer: in the current query, or in the query they have just
     finished when they have not answered anything in the current one yet."""
-    stored = _stored(key, user)
+    stored = _stored(key, user, item_id=None, undo=True)
     if stored is not None:
         return Submitted(stored, False)
     try:
         return Submitted(_undo_last(pool=pool, user=user, key=key), True)
     except IntegrityError:
-        stored = _stored(key, user)
+        stored = _stored(key, user, item_id=None, undo=True)
         if stored is None:
             raise
         return Submitted(stored, False)

@@ -91,6 +91,22 @@ def test_it_keeps_a_late_last_answer_but_not_as_closing_a_released_query(
     assert places_out_of_step(world.project.pools.get()) == {}
 
 
+def test_it_refuses_a_key_already_used_for_another_answer(world: World) -> None:
+    client = token_client(world, "alice")
+    slug = world.project.slug
+    nxt = client.get(reverse("api_next", args=[slug])).json()
+    item, key = nxt["item"]["id"], nxt["idempotency_key"]
+    first = submit(client, slug, item=item, grade=3, idempotency_key=key)
+    other = client.get(reverse("api_next", args=[slug])).json()["item"]["id"]
+    status, body = submit(client, slug, item=other, grade=1, idempotency_key=key)
+    assert status == 409 and "already used for another answer" in body["detail"]
+    status, _ = submit(client, slug, item=item, kind="undo", idempotency_key=key)
+    assert status == 409  # an undo of the same item is another answer too
+    again = submit(client, slug, item=item, grade=3, idempotency_key=key)
+    assert again[0] == 200 and again[1]["id"] == first[1]["id"]  # a true repeat
+    assert list(Judgment.objects.values_list("pool_item_id", "kind")) == [(item, "grade")]
+
+
 def test_it_shows_the_queue_without_claiming(world: World) -> None:
     client = token_client(world, "alice")
     slug = world.project.slug

@@ -12,7 +12,7 @@ from django.utils import timezone
 from judging.models import Claim, ClaimState, Judgment, Kind, WorkUnit
 from pooling.models import PoolItem
 from tests.conftest import World
-from tests.judging_helpers import answer, form_key, judge_page, shown_item, undo
+from tests.judging_helpers import answer, form_key, judge_page, shown_item, undo, undo_key
 
 pytestmark = pytest.mark.django_db
 
@@ -90,6 +90,39 @@ def test_it_rejects_a_malformed_answer(world: World) -> None:
     url = reverse("judge_submit", args=[slug, item.pk])
     assert client.post(url, {"grade": "2"}).status_code == 400  # no idempotency key
     assert not Judgment.objects.exists()
+
+
+def test_it_refuses_a_key_already_used_for_another_item(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    key = form_key(page)
+    page = answer(client, slug, page, 2, key=key)
+    second = shown_item(page)
+    refused = answer(client, slug, page, 1, key=key, status=409)
+    assert "already used for another answer" in refused
+    assert shown_item(refused) == second  # still to be judged, with a fresh key
+    assert form_key(refused) != key
+    assert not Judgment.objects.filter(pool_item=second).exists()
+    assert answer(client, slug, refused, 1) and Judgment.objects.filter(pool_item=second).exists()
+
+
+def test_it_keeps_the_keys_of_answers_and_of_undos_apart(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    grade_key = form_key(page)
+    page = answer(client, slug, page, 2, key=grade_key)
+    url = reverse("judge_undo", args=[slug])
+    refused = client.post(url, {"key": grade_key}, headers={"HX-Request": "true"})
+    assert refused.status_code == 409
+    assert "already used for another answer" in refused.content.decode()
+    key = undo_key(page)
+    for _ in range(2):  # a repeated undo is undone once
+        assert client.post(url, {"key": key}, headers={"HX-Request": "true"}).status_code == 200
+    answer(client, slug, page, 3, key=key, status=409)  # an undo's key is no grade's either
+    kinds = list(Judgment.objects.order_by("pk").values_list("kind", flat=True))
+    assert kinds == ["grade", "undo"]
 
 
 def test_it_gives_each_annotator_a_different_query(world: World) -> None:

@@ -85,6 +85,22 @@ def test_it_stores_a_repeated_key_once_and_shows_the_same_next_item(world: World
     assert list(Judgment.objects.values_list("grade", flat=True)) == [3]
 
 
+def test_it_hands_a_key_used_for_another_item_to_the_general_path(
+    world: World, general: list[int]
+) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    key = form_key(page)
+    page = answer(client, slug, page, 3, key=key)
+    second = shown_item(page)
+    assert second is not None
+    general.clear()
+    refused = answer(client, slug, page, 1, key=key, status=409)
+    assert general == [second.pk] and "already used for another answer" in refused
+    assert not Judgment.objects.filter(pool_item=second).exists()
+
+
 def test_it_refuses_a_key_used_by_another_judge(world: World) -> None:
     alice, bob = world.client_for(world.alice), world.client_for(world.bob)
     slug = world.project.slug
