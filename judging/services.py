@@ -7,6 +7,7 @@ one. Answers are append-only rows, each with an idempotency key.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
@@ -202,11 +203,19 @@ class Answer:
         note = (note or "").strip()[:MAX_NOTE]
         if kind == Kind.SKIP and not note:
             raise BadAnswer("say why you skip this item (for example: the document is broken)")
-        try:
-            spent = min(max(float(seconds or 0), 0.0), MAX_SECONDS)
-        except (TypeError, ValueError) as error:
-            raise BadAnswer("seconds must be a number") from error
-        return cls(kind=kind, grade=value, note=note, seconds=spent)
+        return cls(kind=kind, grade=value, note=note, seconds=_seconds(seconds))
+
+
+def _seconds(raw: str | float) -> float:
+    try:
+        value = float(raw or 0)
+    except (TypeError, ValueError) as error:
+        raise BadAnswer("seconds must be a number") from error
+    # float() accepts "nan" and "inf": NaN would pass every comparison below (and the
+    # database's check) and poison the leads' medians; neither is a time anyone spent.
+    if not math.isfinite(value):
+        raise BadAnswer("seconds must be a finite number")
+    return min(max(value, 0.0), MAX_SECONDS)
 
 
 def _grade(raw: str | int | None) -> int:

@@ -48,7 +48,7 @@ def answer(
     grade: int | str | None = None,
     kind: str = "grade",
     note: str = "",
-    seconds: float = 4.5,
+    seconds: float | str = 4.5,
     key: str | None = None,
     status: int = 200,
 ) -> str:

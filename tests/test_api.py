@@ -107,6 +107,17 @@ def test_it_refuses_a_key_already_used_for_another_answer(world: World) -> None:
     assert list(Judgment.objects.values_list("pool_item_id", "kind")) == [(item, "grade")]
 
 
+@pytest.mark.parametrize("seconds", ["nan", "inf", "-Infinity"])
+def test_it_refuses_seconds_that_are_not_a_finite_number(world: World, seconds: str) -> None:
+    client = token_client(world, "alice")
+    slug = world.project.slug
+    item = client.get(reverse("api_next", args=[slug])).json()["item"]["id"]
+    data = {"item": item, "grade": 2, "seconds_spent": seconds, "idempotency_key": uuid.uuid4()}
+    response = client.post(reverse("api_judgments", args=[slug]), data)  # a form, as a browser
+    assert response.status_code == 400
+    assert not Judgment.objects.exists()
+
+
 def test_it_shows_the_queue_without_claiming(world: World) -> None:
     client = token_client(world, "alice")
     slug = world.project.slug

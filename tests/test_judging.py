@@ -92,6 +92,16 @@ def test_it_rejects_a_malformed_answer(world: World) -> None:
     assert not Judgment.objects.exists()
 
 
+@pytest.mark.parametrize("seconds", ["nan", "NaN", "inf", "-inf", "1e999"])
+def test_it_refuses_seconds_that_are_not_a_finite_number(world: World, seconds: str) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    refused = answer(client, slug, page, 2, seconds=seconds, status=400)
+    assert "seconds must be a finite number" in refused
+    assert not Judgment.objects.exists()
+
+
 def test_it_refuses_a_key_already_used_for_another_item(world: World) -> None:
     client = world.client_for(world.alice)
     slug = world.project.slug
