@@ -17,7 +17,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Min, Subquery
+from django.db.models import Min, QuerySet, Subquery
 from django.utils import timezone
 
 from annotation.models import Document, Project, ProtocolAck, ProtocolVersion, Query
@@ -356,9 +356,12 @@ def _resume(claim: Claim) -> bool:
     return claim_state_set(claim, ClaimState.ACTIVE, timezone.now())
 
 
+NOTHING_TO_UNDO = "there is nothing to undo"
+
+
 def judgment_undo_last(*, pool: Pool, user: User, key: uuid.UUID) -> Submitted:
-    """Undo the user's last answer: in the current query, or in the query they have just
-    finished when they have not answered anything in the current one yet."""
+    """Undo the user's last answer: in the query they hold, or in the query they have just
+    finished when they have answered nothing since (see `_reopen_just_finished`)."""
     stored = _stored(key, user, item_id=None, undo=True)
     if stored is not None:
         return Submitted(stored, False)
@@ -373,30 +376,22 @@ def judgment_undo_last(*, pool: Pool, user: User, key: uuid.UUID) -> Submitted:
 
 @transaction.atomic
 def _undo_last(*, pool: Pool, user: User, key: uuid.UUID) -> Judgment:
+    # Raising anywhere below rolls back whatever `_reopen_just_finished` changed.
     protocol = _protocol_gate(pool.project, user)
     claim = claim_active(pool=pool, user=user)
     target = _last_answered(claim) if claim else None
     if target is None:
-        previous = _reopen_previous(pool, user, claim)
-        target = _last_answered(previous) if previous else None
-        claim = previous
+        claim = _reopen_just_finished(pool, user, claim)
+        target = _last_answered(claim) if claim else None
     if target is None or claim is None:
-        raise NotYours("there is nothing to undo in this query")
+        raise NotYours(NOTHING_TO_UNDO)
     _touch(claim, timezone.now())
     return _record(target, user, Answer(kind=Kind.UNDO), key, protocol)
 
 
 def _last_answered(claim: Claim) -> int | None:
     """The item whose current answer is the user's most recent one in the claim's query."""
-    rows = (
-        Judgment.objects.filter(
-            user_id=claim.user_id,
-            pool_item__pool_id=claim.pool_id,
-            pool_item__query_id=claim.unit.query_id,
-        )
-        .order_by("-pk")
-        .values_list("pool_item_id", "kind")
-    )
+    rows = _own_rows(claim).order_by("-pk").values_list("pool_item_id", "kind")
     seen: set[int] = set()
     for item_id, kind in rows:
         if item_id not in seen and kind != Kind.UNDO:
@@ -405,22 +400,49 @@ def _last_answered(claim: Claim) -> int | None:
     return None
 
 
-def _reopen_previous(pool: Pool, user: User, fresh: Claim | None) -> Claim | None:
-    """Reopen the query finished last, dropping the untouched claim that followed it."""
+def _own_rows(claim: Claim) -> QuerySet[Judgment]:
+    """The claim holder's judgments on the items of the claim's query."""
+    return Judgment.objects.filter(
+        user_id=claim.user_id,
+        pool_item__pool_id=claim.pool_id,
+        pool_item__query_id=claim.unit.query_id,
+    )
+
+
+def _reopen_just_finished(pool: Pool, user: User, held: Claim | None) -> Claim | None:
+    """The query the user finished last, active again, if they have done nothing since.
+
+    Nothing since: the claim they hold (if any) has no row of theirs at all — it is dropped,
+    as if never taken — and their latest row in the pool is in that query. Anything else
+    (an answer in a query they then released, or an answer undone in the query they hold)
+    puts the finished query out of reach: None, and nothing changed.
+    """
+    if held is not None and _own_rows(held).exists():
+        return None
     previous = (
         Claim.objects.select_related("unit")
         .filter(pool=pool, user=user, state=ClaimState.DONE)
         .order_by("-finished_at", "-pk")
         .first()
     )
-    if previous is None:
+    latest = (
+        Judgment.objects.filter(user=user, pool_item__pool=pool)
+        .order_by("-pk")
+        .values_list("pool_item__query_id", flat=True)
+        .first()
+    )
+    if previous is None or latest != previous.unit.query_id:
         return None
-    if fresh is not None:
-        # Never answered anything: as if it had not been claimed at all.
-        fresh.delete()
+    if held is not None:
+        _drop(held)
+    return previous if claim_state_set(previous, ClaimState.ACTIVE, timezone.now()) else None
+
+
+def _drop(fresh: Claim) -> None:
+    # Only while still active: a lead may have released it meanwhile, and its place with it.
+    deleted, _ = Claim.objects.filter(pk=fresh.pk, state=ClaimState.ACTIVE).delete()
+    if deleted:
         place_free(fresh.unit_id)
-    claim_state_set(previous, ClaimState.ACTIVE, timezone.now())
-    return previous
 
 
 # --- what the judging page shows -----------------------------------------------------------

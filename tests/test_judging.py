@@ -6,13 +6,24 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from judging.models import Claim, ClaimState, Judgment, Kind, WorkUnit
-from pooling.models import PoolItem
+from pooling.models import Pool, PoolItem
+from pooling.services import pool_build, run_create
+from pooling.trec import RunRow
 from tests.conftest import World
-from tests.judging_helpers import answer, form_key, judge_page, shown_item, undo, undo_key
+from tests.judging_helpers import (
+    answer,
+    form_key,
+    judge_page,
+    places_out_of_step,
+    shown_item,
+    undo,
+    undo_key,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -236,6 +247,79 @@ def test_it_undoes_the_last_answer_of_the_query_just_finished(world: World) -> N
     assert Claim.objects.get(user=world.alice, state=ClaimState.ACTIVE).unit.query == first_query
     assert Claim.objects.filter(user=world.alice).count() == 1  # the untouched claim is gone
     assert WorkUnit.objects.exclude(query=first_query).get().claims_taken == 0
+
+
+def three_query_pool(world: World) -> Pool:
+    """A newer pool of the world's project (so the one annotators work on): three queries of
+    two documents each, every one judged by one person."""
+    project = world.project
+    project.queries.create(qid="q3", text="third question")
+    ranked = {q: [RunRow(q, f"d{i}", i, 10.0 - i, "a") for i in (1, 2)] for q in ("q1", "q2", "q3")}
+    run = run_create(project=project, name="c", ranked=ranked)
+    pool = pool_build(project=project, runs=[run], depth=2, seed=3)
+    WorkUnit.objects.filter(pool=pool).update(judges_needed=1)
+    return pool
+
+
+def judge_query_on_screen(client: Client, slug: str, page: str) -> str:
+    """Answer every item of the query on screen; returns the panel that follows."""
+    first = shown_item(page)
+    assert first is not None
+    while (item := shown_item(page)) is not None and item.query == first.query:
+        page = answer(client, slug, page, 1)
+    return page
+
+
+def test_it_undoes_nothing_of_an_earlier_query_after_a_release(world: World) -> None:
+    pool = three_query_pool(world)
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_query_on_screen(client, slug, judge_page(client, slug))
+    finished = Claim.objects.get(user=world.alice, state=ClaimState.DONE)
+    page = answer(client, slug, page, 3)  # one answer in the second query, then released
+    released = Claim.objects.get(user=world.alice, state=ClaimState.ACTIVE)
+    response = client.post(reverse("judge_release", args=[slug]), headers={"HX-Request": "true"})
+    page = response.content.decode()
+    fresh = Claim.objects.get(user=world.alice, state=ClaimState.ACTIVE)
+    assert fresh.unit_id not in (finished.unit_id, released.unit_id)
+    rows = Judgment.objects.count()
+    refused = undo(client, slug, page, status=409)
+    assert "nothing to undo" in refused
+    assert shown_item(refused) == shown_item(page)
+    assert Judgment.objects.count() == rows
+    states = dict(Claim.objects.filter(user=world.alice).values_list("pk", "state"))
+    assert states == {finished.pk: "done", released.pk: "released", fresh.pk: "active"}
+    assert places_out_of_step(pool) == {}
+
+
+def test_it_keeps_the_query_held_once_its_own_answers_are_undone(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_query_on_screen(client, slug, judge_page(client, slug))
+    held = Claim.objects.get(user=world.alice, state=ClaimState.ACTIVE)
+    item = shown_item(page)
+    page = undo(client, slug, answer(client, slug, page, 2))
+    assert shown_item(page) == item
+    refused = undo(client, slug, page, status=409)  # the finished query is out of reach now
+    assert "nothing to undo" in refused and shown_item(refused) == item
+    assert Claim.objects.get(user=world.alice, state=ClaimState.ACTIVE) == held
+    assert Claim.objects.filter(user=world.alice, state=ClaimState.DONE).count() == 1
+    assert places_out_of_step(world.project.pools.get()) == {}
+
+
+def test_it_undoes_the_last_answer_once_everything_is_judged(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    last = None
+    while (item := shown_item(page)) is not None:
+        last, page = item, answer(client, slug, page, 1)
+    assert "All done" in page
+    page = undo(client, slug, page)
+    assert last is not None and shown_item(page) == last
+    active = Claim.objects.get(user=world.alice, state=ClaimState.ACTIVE)
+    assert active.unit.query == last.query
+    assert places_out_of_step(world.project.pools.get()) == {}
 
 
 def test_it_keeps_every_answer_when_a_grade_changes(world: World) -> None:
