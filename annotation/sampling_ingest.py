@@ -9,7 +9,12 @@ external sort for sessions. The phases (SQL in :mod:`annotation.sampling_sql`):
 
 1. **events** (the one pass over the file): every line becomes a compact row (raw query
    text and its 64-bit hash, hashed session and user, time, outcome flags); malformed lines
-   are skipped and counted, invalid UTF-8 is repaired into a temporary copy and counted;
+   are skipped and counted, invalid UTF-8 is repaired into a temporary copy and counted.
+   When DuckDB reports a CSV record that ran over several lines (a quote left open) or
+   cannot follow the line endings, the file is read again from a copy holding one record
+   per line, in which a line leaving a quote open is blanked and counted: one bad line then
+   costs that line, never the rest of the file (and a copy whose lines do not all come back
+   as rows or as rejected lines is an error, not a quiet loss);
 2. **dictionary**: distinct raw query strings and their counts, grouped from those rows
    (cheaper than parsing the file a second time);
 3. **screening**: each distinct string (never each line) is normalised and screened for
@@ -68,6 +73,7 @@ import duckdb
 
 from .sampling_source import (
     ColumnMap,
+    Copy,
     LogError,
     LogFormat,
     Source,
@@ -285,9 +291,35 @@ def _describe_or_repair(
         raise
     except duckdb.Error as error:
         if not is_encoding_error(error):
-            raise LogError(f"{path}: {_first_line_of(error)}") from None
+            raise LogError(f"{path}: {_message(error, source)}") from None
     # DuckDB's sniffer itself tripped over invalid UTF-8: repair first, then look again.
-    return describe(con, transcode(source, workdir))
+    return _describe_copy(con, transcode(source, workdir))
+
+
+def _describe_copy(con: duckdb.DuckDBPyConnection, copy: Source) -> Source:
+    """:func:`describe` a repaired copy; whatever still fails is the file's fault."""
+    try:
+        return describe(con, copy)
+    except duckdb.OutOfMemoryException:
+        raise
+    except duckdb.Error as error:
+        raise LogError(f"{copy.original}: {_message(error, copy)}") from None
+
+
+@dataclass(frozen=True)
+class _Rejects:
+    """The lines DuckDB rejected in one read of a CSV or TSV file.
+
+    ``lines`` counts distinct rejected lines (a line can fail in two ways at once),
+    ``first`` is the first of them, ``encoding`` the lines with invalid UTF-8, and
+    ``spanning`` says whether a rejected record ran over several lines: a quote left open
+    took the lines after it along.
+    """
+
+    lines: int = 0
+    first: int | None = None
+    encoding: int = 0
+    spanning: bool = False
 
 
 def _read(
@@ -297,33 +329,104 @@ def _read(
     fields: Mapping[str, str],
     used: Mapping[str, str],
     workdir: Path,
-) -> tuple[Source, dict[str, int]]:
-    """The one pass over the file, then the distinct raw queries (repairing bad UTF-8)."""
-    try:
-        run(events_sql(source, fields, used), 0.02, 0.35, "reading events")
-        rejects = _rejects(con, source)
-    except duckdb.OutOfMemoryException:
-        raise
-    except duckdb.Error as error:
-        if source.invalid_utf8_lines or not is_encoding_error(error):
-            raise LogError(f"{source.original}: {_first_line_of(error)}") from None
-        rejects = {"INVALID ENCODING": 1}
-    if rejects.get("INVALID ENCODING") and not source.invalid_utf8_lines:
-        repaired = describe(con, transcode(source, workdir))
+) -> tuple[Source, _Rejects]:
+    """The one pass over the file (again over a repaired copy if need be), then the dictionary."""
+    rejects, copy = _scan(con, run, source, fields, used)
+    if copy != "none":
+        repaired = _describe_copy(con, transcode(source, workdir, line_safe=copy == "lines"))
         return _read(con, run, repaired, fields, used, workdir)
+    if source.copy == "lines":
+        _check_accounted(con, source, rejects)
     if _one(con, "SELECT count(*) FROM _events")[0] == 0:
         raise LogError(f"{source.original}: no rows after the header")
     run(dictionary_sql(), 0.35, 0.42, "counting distinct queries")
     return source, rejects
 
 
-def _rejects(con: duckdb.DuckDBPyConnection, source: Source) -> dict[str, int]:
+def _scan(
+    con: duckdb.DuckDBPyConnection,
+    run: _Runner,
+    source: Source,
+    fields: Mapping[str, str],
+    used: Mapping[str, str],
+) -> tuple[_Rejects, Copy]:
+    """Read the file into ``_events``; say which copy of it must be read instead, if any."""
+    # DuckDB appends to its rejects tables: empty them, so they hold this read's lines only.
+    con.execute("DROP TABLE IF EXISTS reject_errors")
+    con.execute("DROP TABLE IF EXISTS reject_scans")
+    try:
+        run(events_sql(source, fields, used), 0.02, 0.35, "reading events")
+    except duckdb.OutOfMemoryException:
+        raise
+    except duckdb.Error as error:
+        copy = _copy_for_error(source, error)
+        if copy == "none":
+            raise LogError(f"{source.original}: {_message(error, source)}") from None
+        return _Rejects(), copy
+    rejects = _rejects(con, source)
+    return rejects, _copy_for_rejects(source, rejects)
+
+
+def _copy_for_error(source: Source, error: duckdb.Error) -> Copy:
+    """The copy that may read a file DuckDB gave up on, or "none" if no copy would help."""
+    text = str(error).lower()
+    if source.log_format in ("csv", "tsv") and "state machine" in text:
+        # Line endings DuckDB's CSV reader cannot follow (CR LF and LF mixed, a stray CR).
+        return "lines" if source.copy != "lines" else "none"
+    if is_encoding_error(error):
+        return "utf8" if source.copy == "none" else "none"
+    return "none"
+
+
+def _copy_for_rejects(source: Source, rejects: _Rejects) -> Copy:
+    if rejects.spanning and source.copy != "lines":
+        return "lines"
+    if rejects.encoding and source.copy == "none":
+        return "utf8"
+    return "none"
+
+
+def _rejects(con: duckdb.DuckDBPyConnection, source: Source) -> _Rejects:
     if source.log_format not in ("csv", "tsv"):
-        return {}
-    rows = con.execute(
-        "SELECT CAST(error_type AS VARCHAR), count(DISTINCT line) FROM reject_errors GROUP BY ALL"
-    ).fetchall()
-    return {str(kind): int(count) for kind, count in rows}
+        return _Rejects()
+    # A record that ran on past its line holds a line break, or is an open quoted value.
+    lines, first, encoding, spanning = _one(
+        con,
+        """SELECT count(DISTINCT line) FILTER (WHERE error_type <> 'INVALID ENCODING'),
+                  min(line) FILTER (WHERE error_type <> 'INVALID ENCODING'),
+                  count(DISTINCT line) FILTER (WHERE error_type = 'INVALID ENCODING'),
+                  coalesce(bool_or(contains(coalesce(csv_line, ''), chr(10))
+                                   OR contains(coalesce(csv_line, ''), chr(13))
+                                   OR error_message ILIKE '%unterminated quote%'), false)
+           FROM reject_errors""",
+    )
+    return _Rejects(int(lines), None if first is None else int(first), int(encoding), spanning)
+
+
+def _check_accounted(con: duckdb.DuckDBPyConnection, source: Source, rejects: _Rejects) -> None:
+    """Every line of a one-record-per-line copy is a row or a rejected line; else fail loudly.
+
+    The copy was made because quoting went wrong; if lines still went missing, a count that
+    looks right would hide lost rows.
+    """
+    (rows,) = _one(con, "SELECT count(*) FROM _events")
+    short = (source.data_lines or 0) - int(rows) - rejects.lines
+    if short > 0:
+        raise LogError(
+            f"{source.original}: {short} line(s) were neither read nor reported as malformed "
+            f"(the quoting breaks down near line {_first_bad_line(source, rejects) or 1}); "
+            "fix the file's quotes and read it again"
+        )
+
+
+def _first_bad_line(source: Source, rejects: _Rejects) -> int | None:
+    lines = [n for n in (rejects.first, source.first_open_quote_line) if n is not None]
+    return min(lines, default=None)
+
+
+def _message(error: Exception, source: Source) -> str:
+    """DuckDB's first line of ``error``, naming the original file rather than a repaired copy."""
+    return _first_line_of(error).replace(str(source.path), str(source.original))
 
 
 def _first_line_of(error: Exception) -> str:
@@ -394,14 +497,14 @@ def _report(
     con: duckdb.DuckDBPyConnection,
     source: Source,
     used: Mapping[str, str],
-    rejects: Mapping[str, int],
+    rejects: _Rejects,
     screened: _Screened,
     rule: StrataDefinition,
     started: float,
 ) -> IngestReport:
     bad_ts, max_ts = _one(con, "SELECT coalesce(sum(bad_ts), 0), max(max_ts) FROM _per_query")
     (events,) = _one(con, "SELECT coalesce(sum(frequency), 0) FROM _stats")
-    malformed = sum(count for kind, count in rejects.items() if kind != "INVALID ENCODING")
+    malformed = rejects.lines + source.open_quote_lines
     return IngestReport(
         path=str(source.original),
         log_format=source.log_format,
@@ -418,13 +521,19 @@ def _report(
         pii_policy=rule.pii,
         pii=screened.pii,
         pii_excluded_events=screened.pii_excluded_events,
-        warnings=_warnings(source, used, malformed, int(bad_ts), max_ts),
+        warnings=_warnings(
+            source, used, (malformed, _first_bad_line(source, rejects)), int(bad_ts), max_ts
+        ),
         seconds=time.perf_counter() - started,
     )
 
 
 def _warnings(
-    source: Source, used: Mapping[str, str], malformed: int, bad_ts: int, max_ts: float | None
+    source: Source,
+    used: Mapping[str, str],
+    malformed: tuple[int, int | None],
+    bad_ts: int,
+    max_ts: float | None,
 ) -> tuple[str, ...]:
     notes = []
     if "session_id" not in used or "timestamp" not in used:
@@ -435,8 +544,12 @@ def _warnings(
         notes.append("no clicked column: abandonment rates are null")
     if "result_count" not in used:
         notes.append("no result_count column: zero-result rates are null")
-    if malformed:
-        notes.append(f"{malformed} malformed line(s) skipped (wrong number of fields or quoting)")
+    skipped, first = malformed
+    if skipped:
+        at = f", the first at line {first}" if first is not None else ""
+        notes.append(
+            f"{skipped} malformed line(s) skipped (wrong number of fields or a quote left open){at}"
+        )
     if source.invalid_utf8_lines:
         notes.append(
             f"{source.invalid_utf8_lines} line(s) with invalid UTF-8: bytes replaced by U+FFFD"

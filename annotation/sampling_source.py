@@ -2,10 +2,11 @@
 
 Format comes from the extension (``.gz`` stripped) unless given; gzip from the magic bytes;
 the CSV delimiter from the header line (``,`` ``\\t`` ``;`` or ``|``, whichever it holds
-most of; TSV is always tab-separated and unquoted). Column names and sniffed types come from
-DuckDB. Every field becomes one SQL expression over the raw column, chosen by the column's
-type, so that a timestamp may be ISO 8601 text or epoch seconds and ``clicked`` may be a
-flag, a click count, a clicked position or a clicked URL.
+most of; TSV is always tab-separated and unquoted), which is the first non-blank line (blank
+lines before it are skipped). Column names and sniffed types come from DuckDB. Every field
+becomes one SQL expression over the raw column, chosen by the column's type, so that a
+timestamp may be ISO 8601 text or epoch seconds and ``clicked`` may be a flag, a click count,
+a clicked position or a clicked URL.
 
 Pure core: no Django.
 """
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import csv
 import gzip
-from collections.abc import Mapping, Sequence
+import io
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Literal, cast
@@ -39,6 +42,9 @@ __all__ = [
 ]
 
 LogFormat = Literal["csv", "tsv", "jsonl", "parquet"]
+# What DuckDB reads: the file itself, a copy with invalid UTF-8 replaced, or a copy that also
+# holds one record per line (see :func:`transcode`).
+Copy = Literal["none", "utf8", "lines"]
 Field = Literal["query", "timestamp", "session_id", "user_id", "result_count", "clicked"]
 FIELDS: tuple[Field, ...] = (
     "query",
@@ -63,6 +69,8 @@ _DELIMITERS = (",", "\t", ";", "|")
 # that never occurs in text (the ASCII unit separator).
 _NO_DELIMITER = "\x1f"
 _GZIP_MAGIC = b"\x1f\x8b"
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_HEAD_BYTES = 1 << 20  # enough for any header line and the blank lines before it
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL")
 _TEMPORAL = ("TIMESTAMP", "DATE")
 _FALSE_WORDS = "('', 'false', 'f', 'no', 'n', 'none', 'null', 'nan', '-')"
@@ -114,10 +122,14 @@ class ColumnMap:
 class Source:
     """A resolved log file: how to read it, and what DuckDB found in it.
 
-    ``path`` is what DuckDB reads: the original file, or a repaired UTF-8 copy when the
-    original had invalid byte sequences (``invalid_utf8_lines`` counts the lines affected).
-    ``types`` are the sniffed column types; text formats are read as text and converted
-    field by field, so a malformed value becomes null instead of costing its row.
+    ``path`` is what DuckDB reads: the original file, or a repaired copy (``copy`` says
+    which, :func:`transcode` how it is made). ``invalid_utf8_lines`` counts the lines whose
+    invalid UTF-8 a copy replaced; a one-record-per-line copy also counts the lines it
+    blanked because they leave a quote open (``open_quote_lines``, the first of them being
+    ``first_open_quote_line``) and the non-blank lines it kept after the header
+    (``data_lines``). ``skip`` is the number of blank lines before the header. ``types`` are
+    the sniffed column types; text formats are read as text and converted field by field, so
+    a malformed value becomes null instead of costing its row.
     """
 
     original: Path
@@ -127,7 +139,12 @@ class Source:
     delimiter: str | None
     columns: tuple[str, ...] = ()
     types: Mapping[str, str] | None = None
+    skip: int = 0
+    copy: Copy = "none"
     invalid_utf8_lines: int = 0
+    open_quote_lines: int = 0
+    first_open_quote_line: int | None = None
+    data_lines: int | None = None
 
     def relation(self, *, store_rejects: bool = False) -> str:
         """The DuckDB table function reading this file (JSON: only the ``columns`` listed).
@@ -153,10 +170,11 @@ class Source:
 
     def _dialect(self) -> str:
         delimiter = sql_string(self.delimiter or ",")
+        start = f"skip={self.skip}, header=true, delim={delimiter}"
         if self.log_format == "tsv":
             # TSV logs are not quoted: a query starting with " must stay as typed.
-            return f"header=true, delim={delimiter}, quote='', escape=''"
-        return f"header=true, delim={delimiter}, quote='\"', escape='\"'"
+            return f"{start}, quote='', escape=''"
+        return f"{start}, quote='\"', escape='\"'"
 
     def sniff_relation(self) -> str:
         """The file with DuckDB's type detection on, to learn each column's likely type."""
@@ -196,24 +214,26 @@ def locate(path: Path, log_format: LogFormat | None) -> Source:
         raise LogError(f"{path}: a gzipped Parquet file; Parquet compresses itself, unzip it")
     delimiter = None
     columns: tuple[str, ...] = ()
+    skip = 0
     if chosen != "parquet":
-        first = _first_line(path, gzipped)
-        if first is None:
-            raise LogError(f"{path}: the file is empty")
+        first, skip = _first_line(path, gzipped)
         if chosen == "tsv":
             delimiter = "\t"
         elif chosen == "csv":
             delimiter = _guess_delimiter(first)
         if delimiter is not None:
             columns = _header(path, first, delimiter, quoted=chosen == "csv")
-    return Source(path, path, chosen, gzipped, delimiter, columns)
+    return Source(path, path, chosen, gzipped, delimiter, columns, skip=skip)
 
 
 def _header(path: Path, line: str, delimiter: str, quoted: bool) -> tuple[str, ...]:
-    if quoted:
-        names = next(csv.reader([line], delimiter=delimiter))
-    else:
-        names = next(csv.reader([line], delimiter=delimiter, quoting=csv.QUOTE_NONE))
+    try:
+        if quoted:
+            names = next(csv.reader([line], delimiter=delimiter))
+        else:
+            names = next(csv.reader([line], delimiter=delimiter, quoting=csv.QUOTE_NONE))
+    except csv.Error as error:
+        raise LogError(f"{path}: cannot read the header line ({error})") from None
     names = [name.strip() or f"column{i}" for i, name in enumerate(names)]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
@@ -257,17 +277,22 @@ def _open(path: Path, gzipped: bool) -> IO[bytes]:
     return cast(IO[bytes], gzip.open(path, "rb")) if gzipped else path.open("rb")
 
 
-def _first_line(path: Path, gzipped: bool) -> str | None:
-    """The first non-blank line (byte-order mark removed), or None for an empty file."""
+def _first_line(path: Path, gzipped: bool) -> tuple[str, int]:
+    """The first non-blank line (byte-order mark removed) and how many blank lines precede it.
+
+    Lines end at CR LF, LF or a lone CR, as DuckDB counts them, so that a file with old Mac
+    line endings has a header line too; only the file's first megabyte is looked at.
+    """
     try:
         with _open(path, gzipped) as stream:
-            for raw in stream:
-                line = raw.decode("utf-8", errors="replace").lstrip("\ufeff").strip("\r\n")
-                if line.strip():
-                    return line
+            head = stream.read(_HEAD_BYTES)
     except (OSError, EOFError) as error:
         raise LogError(f"{path}: cannot read it ({error})") from None
-    return None
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    for index, line in enumerate(_LINE_BREAK.split(text)):
+        if line.strip():
+            return line, index
+    raise LogError(f"{path}: the file is empty")
 
 
 def _guess_delimiter(header: str) -> str:
@@ -282,12 +307,18 @@ def is_encoding_error(error: Exception) -> bool:
     return any(sign in text for sign in ("invalid unicode", "invalid utf-8", "not utf-8 encoded"))
 
 
-def transcode(source: Source, directory: Path) -> Source:
+def transcode(source: Source, directory: Path, *, line_safe: bool = False) -> Source:
     """A copy of the log with invalid UTF-8 replaced by U+FFFD; lines affected are counted.
 
-    Only called when DuckDB reported invalid UTF-8, so the common case pays nothing. The
-    copy is uncompressed and lives in the ingestion's private temporary directory.
+    Only called when DuckDB reported a problem, so the common case pays nothing. The copy is
+    uncompressed and lives in the ingestion's private temporary directory. With
+    ``line_safe`` (CSV and TSV) the copy also holds one record per line: line breaks become
+    LF whatever they were (CR LF, LF or a lone CR, mixed), and a line that leaves a quoted
+    value open is blanked and counted, so that it cannot swallow the lines after it. Line
+    numbers stay those of the original.
     """
+    if line_safe:
+        return _line_safe_copy(source, directory / "lines.log")
     target = directory / "repaired.log"
     damaged = 0
     with _open(source.original, source.gzipped) as stream, target.open("wb") as out:
@@ -298,7 +329,75 @@ def transcode(source: Source, directory: Path) -> Source:
                 damaged += 1
                 line = line.decode("utf-8", errors="replace").encode("utf-8")
             out.write(line)
-    return replace(source, path=target, gzipped=False, invalid_utf8_lines=damaged)
+    return replace(source, path=target, gzipped=False, copy="utf8", invalid_utf8_lines=damaged)
+
+
+def _line_safe_copy(source: Source, target: Path) -> Source:
+    damaged = blanked = kept = 0
+    first_blanked: int | None = None
+    header = source.skip + 1
+    quoted = source.log_format == "csv"
+    closed = _closed_fields(source.delimiter or ",")
+    with (
+        _open(source.original, source.gzipped) as stream,
+        target.open("w", encoding="utf-8", newline="\n") as out,
+    ):
+        # Universal newlines split at CR LF, LF and lone CR; surrogateescape keeps
+        # undecodable bytes apart, to be counted and replaced line by line.
+        text = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline=None)
+        for number, line in enumerate(text, start=1):
+            line = line.removesuffix("\n")
+            if _has_undecodable(line):
+                damaged += 1
+                line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            if number > header and line:
+                if quoted and '"' in line and not closed(line):
+                    blanked += 1
+                    first_blanked = first_blanked or number
+                    line = ""
+                else:
+                    kept += 1
+            out.write(line + "\n")
+    return replace(
+        source,
+        path=target,
+        gzipped=False,
+        copy="lines",
+        invalid_utf8_lines=damaged,
+        open_quote_lines=blanked,
+        first_open_quote_line=first_blanked,
+        data_lines=kept,
+    )
+
+
+def _closed_fields(delimiter: str) -> Callable[[str], bool]:
+    """Whether no field of a line leaves a quote open, however DuckDB's CSV reader reads it.
+
+    A field is quoted (``"..."`` with ``""`` for a quote inside, then anything but a quote
+    up to the delimiter), unquoted (not starting with a quote; a quote further in is literal,
+    as in ``27" monitor``) or empty. The quoted part is possessive: ``"abc""`` has no closing
+    quote, whatever a backtracking match would make of it. DuckDB takes a quote after one
+    space for an opening quote and after two for text (not a documented rule, so it may
+    change): a line counts as closed only if it is closed with no space, one space and any
+    number of spaces allowed before an opening quote. Blanking a line too many costs one
+    counted line; one too few could cost the rest of the file.
+    """
+    d = re.escape(delimiter)
+    patterns = []
+    for space in ("", "[ ]?", "[ ]*"):
+        quoted = f'{space}"(?:[^"]|"")*+"[^{d}"]*'
+        unquoted = f'(?!{space}")[^{d}]+'
+        field = f"(?:{quoted}|{unquoted}|)"
+        patterns.append(re.compile(f"{field}(?:{d}{field})*"))
+    return lambda line: all(pattern.fullmatch(line) for pattern in patterns)
+
+
+def _has_undecodable(line: str) -> bool:
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 # --------------------------------------------------------------------------- fields
