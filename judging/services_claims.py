@@ -25,6 +25,9 @@ from .models import HOLDING, Claim, ClaimState, JudgingPolicy, WorkUnit
 
 BATCH = 8  # open units locked per claim attempt: enough to choose a rotating pair from
 CLAIM_ATTEMPTS = 20  # waits add up to under a second when every open unit is being claimed
+# An answer refreshes its claim's `touched_at` at most this often (one write a minute keeps a
+# claim alive as well as one per answer), so `touched_at` may lag the last answer by this much.
+TOUCH_EVERY = timedelta(minutes=1)
 
 
 class JudgingError(Exception):
@@ -269,10 +272,17 @@ def claim_state_set(claim: Claim, state: str, now: datetime) -> bool:
 
 @transaction.atomic
 def claims_expire(*, pool: Pool, now: datetime | None = None) -> int:
-    """Active claims idle for longer than the project's limit go back to the pool."""
+    """Active claims idle for longer than the project's limit go back to the pool.
+
+    "Idle" counts from the last answer, which may be up to TOUCH_EVERY later than the claim's
+    `touched_at` (an answer refreshes it at most that often): a claim expires only once it has
+    gone the limit plus TOUCH_EVERY without a touch, so that nobody who is still answering
+    loses their query.
+    """
     now = now or timezone.now()
     minutes = _rows(_IDLE_MINUTES, [pool.project_id])
-    cutoff = now - timedelta(minutes=minutes[0][0] if minutes else IDLE_MINUTES)
+    idle = timedelta(minutes=minutes[0][0] if minutes else IDLE_MINUTES)
+    cutoff = now - idle - TOUCH_EVERY
     params = [pool.pk, ClaimState.ACTIVE.value, connection.ops.adapt_datetimefield_value(cutoff)]
     stale = _rows(_STALE + _locked("c"), params)
     expired = 0

@@ -23,7 +23,7 @@ from pooling.models import Pool, PoolItem
 from pooling.services import pool_build, run_create
 from pooling.trec import RunRow
 from tests.conftest import World, make_user
-from tests.judging_helpers import before_calling, places_out_of_step
+from tests.judging_helpers import answer, before_calling, judge_page, places_out_of_step
 
 pytestmark = pytest.mark.django_db
 
@@ -176,7 +176,8 @@ def test_it_expires_idle_claims_lazily(world: World) -> None:
     claim = claim_next(pool=pool, user=world.alice)
     assert claim is not None
     assert claims_expire(pool=pool) == 0
-    Claim.objects.filter(pk=claim.pk).update(touched_at=timezone.now() - timedelta(minutes=31))
+    # the limit (30 minutes) and the minute an answer may leave `touched_at` behind
+    Claim.objects.filter(pk=claim.pk).update(touched_at=timezone.now() - timedelta(minutes=32))
     assert claims_expire(pool=pool) == 1
     claim.refresh_from_db()
     assert claim.state == ClaimState.EXPIRED
@@ -190,8 +191,24 @@ def test_it_honours_the_projects_idle_limit(world: World) -> None:
     pool = world.project.pools.get()
     claim = claim_next(pool=pool, user=world.alice)
     assert claim is not None
-    Claim.objects.filter(pk=claim.pk).update(touched_at=timezone.now() - timedelta(minutes=6))
+    Claim.objects.filter(pk=claim.pk).update(touched_at=timezone.now() - timedelta(minutes=7))
     assert claims_expire(pool=pool) == 1
+
+
+def test_it_never_expires_the_claim_of_someone_still_answering(world: World) -> None:
+    JudgingPolicy.objects.create(project=world.project, claim_idle_minutes=1)
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = judge_page(client, slug)
+    start = timezone.now()
+    touched = start - timedelta(seconds=50)
+    Claim.objects.filter(user=world.alice).update(touched_at=touched)
+    answer(client, slug, page, 2)  # answered now: too soon after the last touch to write one
+    assert Claim.objects.get(user=world.alice).touched_at == touched
+    pool = world.project.pools.get()
+    assert claims_expire(pool=pool, now=start + timedelta(seconds=50)) == 0  # 50 s idle
+    # Idle for longer than the limit whenever the answer came: the limit plus a minute on.
+    assert claims_expire(pool=pool, now=touched + timedelta(minutes=2, seconds=1)) == 1
 
 
 def test_it_reassigns_a_claim_to_another_member(world: World) -> None:
