@@ -101,6 +101,18 @@ def log_ingest(*, log_id: int, path: str | Path | None = None) -> QueryLog:
         _store(query_log, stats, strata, definition)
     except (LogError, DefinitionError, OSError) as error:
         _set(query_log, status=LogStatus.FAILED, error=str(error), message="failed")
+    except Exception as error:
+        # A defect, not a bad file: still never leave the log "running" for ever, and let the
+        # worker (or the command) see the exception with its traceback.
+        log.exception("ingesting log %s failed unexpectedly", query_log.pk)
+        reason = f"{type(error).__name__}: {error}"
+        _set(
+            query_log,
+            status=LogStatus.FAILED,
+            error=f"The log could not be ingested because of an internal error ({reason}).",
+            message="failed",
+        )
+        raise
     finally:
         if path is None and query_log.upload:
             Path(query_log.upload).unlink(missing_ok=True)  # raw rows are not kept

@@ -1,0 +1,89 @@
+"""A log whose ingestion fails, expectedly or not, is marked failed and changes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from annotation import services_sampling
+from annotation.models import LogQueryStat, LogStatus, QueryLog, SamplingScheme
+from annotation.services_sampling import log_ingest
+from tests.conftest import World
+from tests.test_sampling_web import make_log
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path: Path) -> Path:
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+def upload(world: World, capture, content: bytes, name: str) -> tuple[int, QueryLog]:
+    """Upload as the lead; the ingestion task runs eagerly once the request has committed."""
+    client = world.client_for(world.lead)
+    data = {"log": SimpleUploadedFile(name, content), "columns": ""}
+    with capture(execute=True):
+        response = client.post(reverse("log_list", args=[world.project.slug]), data)
+    return response.status_code, QueryLog.objects.filter(project=world.project).latest("pk")
+
+
+def test_it_fails_a_jsonl_log_with_invalid_utf8_and_a_malformed_line(
+    world: World, django_capture_on_commit_callbacks
+) -> None:
+    content = b'{"query":"caf\xe9"}\n{"query":"ok"}\n{"query": broken\n'
+    status, query_log = upload(world, django_capture_on_commit_callbacks, content, "log.jsonl")
+    assert status == 302
+    assert query_log.status == LogStatus.FAILED
+    assert "log.jsonl" in query_log.error and "Malformed JSON" in query_log.error
+
+
+def test_it_reads_a_log_with_carriage_returns_only(
+    world: World, django_capture_on_commit_callbacks
+) -> None:
+    content = b"query,session_id\rfoo,1\rbar,2\rfoo,3\r"
+    status, query_log = upload(world, django_capture_on_commit_callbacks, content, "log.csv")
+    assert status == 302 and query_log.status == LogStatus.DONE, query_log.error
+    stats = dict(LogQueryStat.objects.filter(log=query_log).values_list("query", "frequency"))
+    assert stats == {"foo": 2, "bar": 1}
+
+
+def test_it_marks_a_log_failed_when_ingestion_breaks_unexpectedly(
+    world: World, media: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the engine fell over")
+
+    monkeypatch.setattr(services_sampling, "ingest_log", broken)
+    media.mkdir(parents=True)
+    path = media / "log.csv"
+    path.write_bytes(make_log())
+    query_log = QueryLog.objects.create(project=world.project, name="log.csv", upload=str(path))
+    with pytest.raises(RuntimeError):
+        log_ingest(log_id=query_log.pk)
+    query_log.refresh_from_db()
+    assert query_log.status == LogStatus.FAILED  # never left "running"
+    assert "RuntimeError" in query_log.error and "the engine fell over" in query_log.error
+    assert not path.exists()  # the raw rows are gone all the same
+    assert not SamplingScheme.objects.exists() and not LogQueryStat.objects.exists()
+
+
+def test_it_shows_an_unexpected_failure_on_the_log_page(
+    world: World, django_capture_on_commit_callbacks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("column")
+
+    monkeypatch.setattr(services_sampling, "ingest_log", broken)
+    with pytest.raises(KeyError):  # the task re-raises, for the worker to record
+        upload(world, django_capture_on_commit_callbacks, make_log(), "log.csv")
+    query_log = QueryLog.objects.get(project=world.project)
+    assert query_log.status == LogStatus.FAILED
+    page = world.client_for(world.lead).get(
+        reverse("log_detail", args=[world.project.slug, query_log.pk])
+    )
+    assert "could not be read" in page.content.decode()
