@@ -17,7 +17,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Min, QuerySet, Subquery
+from django.db.models import Max, Min, QuerySet, Subquery
 from django.utils import timezone
 
 from annotation.models import Document, Project, ProtocolAck, ProtocolVersion, Query
@@ -567,12 +567,14 @@ class JudgeProgress:
 def progress_of(*, pool: Pool, user: User) -> JudgeProgress:
     claim = claim_active(pool=pool, user=user)
     state = unit_state(claim=claim) if claim else None
-    answered = (
+    # An item counts when its latest row is an answer: an undone item is not answered.
+    latest = (
         Judgment.objects.filter(user=user, pool_item__pool=pool)
         .values("pool_item_id")
-        .distinct()
-        .count()
+        .annotate(last=Max("pk"))
+        .values("last")
     )
+    answered = Judgment.objects.filter(pk__in=latest, kind__in=HANDLED).count()
     return JudgeProgress(
         finished_queries=finished_count(pool=pool, user=user),
         answered_items=answered,

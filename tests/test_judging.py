@@ -322,6 +322,16 @@ def test_it_undoes_the_last_answer_once_everything_is_judged(world: World) -> No
     assert places_out_of_step(world.project.pools.get()) == {}
 
 
+def test_it_counts_only_items_still_answered_in_the_annotators_progress(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    page = answer(client, slug, judge_page(client, slug), 2)
+    page = answer(client, slug, page, kind="unsure", note="a changelog?")
+    undo(client, slug, page)
+    project_page = client.get(reverse("project_detail", args=[slug])).content.decode()
+    assert "answered 1 item in this pool" in project_page
+
+
 def test_it_keeps_every_answer_when_a_grade_changes(world: World) -> None:
     client = world.client_for(world.alice)
     slug = world.project.slug
