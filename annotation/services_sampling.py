@@ -11,7 +11,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from .sampling import (
     DefinitionError,
     LogError,
     LogStats,
+    Normalisation,
     QueryStats,
     Strata,
     StrataDefinition,
@@ -206,10 +207,7 @@ def sample_draw(
     definition = scheme_of(query_log.project)
     stats = log_stats(query_log)
     strata = stratify(stats, definition)
-    exclude = {
-        normalise_query(text, definition.normalisation)
-        for text in query_log.project.queries.values_list("text", flat=True)
-    }
+    exclude = _texts_in(query_log.project, definition.normalisation)
     sample = sample_queries(
         stats, strata, quotas=dict(quotas), seed=seed, weighted=weighted, exclude=exclude
     )
@@ -225,30 +223,66 @@ def sample_draw(
     )
 
 
+@dataclass(frozen=True)
+class Accepted:
+    """What accepting a sample did: queries added, and drawn queries already in the project."""
+
+    added: int
+    skipped: int
+
+
 @transaction.atomic
-def sample_accept(*, sample: QuerySample) -> int:
-    """Add the sample's queries to the project (once), with stratum, weight and signals."""
-    locked = QuerySample.objects.select_for_update().get(pk=sample.pk)
+def sample_accept(*, sample: QuerySample) -> Accepted:
+    """Add the sample's queries to the project (once), with stratum, weight and signals.
+
+    A drawn query the project holds by now (another preview of the same log accepted first,
+    or an import since the draw) is skipped and counted, compared by normalised text as the
+    draw's exclusion compares it; the others keep their place (``qid`` ``s<sample>-<n>``).
+    """
+    # Lock the project row: two samples accepted at once would each miss the other's queries.
+    Project.objects.select_for_update().get(pk=sample.project_id)
+    locked = QuerySample.objects.select_for_update().select_related("project").get(pk=sample.pk)
     if locked.accepted_at is not None:
         raise SamplingError(f"sample #{sample.pk} was accepted already")
-    existing = set(locked.project.queries.values_list("qid", flat=True))
-    queries = [
-        Query(
-            project=locked.project,
-            qid=_qid(locked, index, existing),
-            text=row["query"],
-            stratum=row["stratum"],
-            frequency=row["frequency"],
-            inclusion_probability=row["inclusion_probability"],
-            signals=row["signals"],
-            sample=locked,
+    project = locked.project
+    normalisation = scheme_of(project).normalisation
+    present = _texts_in(project, normalisation)
+    existing = set(project.queries.values_list("qid", flat=True))
+    queries = []
+    for index, row in enumerate(locked.drawn, start=1):
+        text = normalise_query(row["query"], normalisation)
+        if text in present:
+            continue
+        present.add(text)
+        queries.append(
+            Query(
+                project=project,
+                qid=_qid(locked, index, existing),
+                text=row["query"],
+                stratum=row["stratum"],
+                frequency=row["frequency"],
+                inclusion_probability=row["inclusion_probability"],
+                signals=row["signals"],
+                sample=locked,
+            )
         )
-        for index, row in enumerate(locked.drawn, start=1)
-    ]
     Query.objects.bulk_create(queries)
     locked.accepted_at = timezone.now()
     locked.save(update_fields=["accepted_at"])
-    return len(queries)
+    return Accepted(added=len(queries), skipped=len(locked.drawn) - len(queries))
+
+
+def accepted_message(accepted: Accepted, project_name: str) -> str:
+    message = f"{accepted.added} queries added to {project_name}"
+    if accepted.skipped:
+        message += f"; {accepted.skipped} drawn queries were in the project already and skipped"
+    return message + "."
+
+
+def _texts_in(project: Project, normalisation: Normalisation) -> set[str]:
+    """The project's queries, normalised as a log's queries are."""
+    texts = project.queries.values_list("text", flat=True).iterator(chunk_size=10_000)
+    return {normalise_query(text, normalisation) for text in texts}
 
 
 def _qid(sample: QuerySample, index: int, existing: set[str]) -> str:

@@ -17,7 +17,14 @@ from .access import Access, project_for_lead
 from .charts import rank_frequency_svg
 from .models import LogStatus, QueryLog, QuerySample
 from .sampling import DEFAULT_QUOTAS, STRATA, parse_quotas
-from .services_sampling import SamplingError, log_create, sample_accept, sample_draw, scheme_of
+from .services_sampling import (
+    SamplingError,
+    accepted_message,
+    log_create,
+    sample_accept,
+    sample_draw,
+    scheme_of,
+)
 from .tasks import log_ingest_task
 
 
@@ -120,9 +127,9 @@ def sample_accept_view(request: HttpRequest, slug: str, sample_id: int) -> HttpR
     access = _get_project_for_lead(request, slug)
     sample = get_object_or_404(QuerySample, pk=sample_id, project=access.project)
     try:
-        added = sample_accept(sample=sample)
+        accepted = sample_accept(sample=sample)
     except SamplingError as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, f"{added} queries added to {access.project.name}.")
+        messages.success(request, accepted_message(accepted, access.project.name))
     return redirect("sample_detail", slug=slug, sample_id=sample_id)

@@ -157,3 +157,28 @@ def test_it_imports_a_log_and_samples_from_the_command_line(
     bad.write_text("nothing,here\n1,2\n")
     with pytest.raises(CommandError, match="Nothing was added"):
         call_command("import_log", world.project.slug, str(bad))
+
+
+def test_it_adds_a_query_once_when_two_previews_are_accepted(upload, world: World) -> None:
+    # Two previews drawn before either is accepted both see the same project: their draws
+    # overlap. Accepting both must add each query once and say how many were skipped.
+    query_log = upload(make_log())
+    lead = world.client_for(world.lead)
+    url = reverse("sample_create", args=[world.project.slug, query_log.pk])
+    quotas = {"head": 5, "torso": 5, "tail": 20, "failures": 5}
+    lead.post(url, {**quotas, "seed": 1})
+    lead.post(url, {**quotas, "seed": 2})
+    first, second = QuerySample.objects.order_by("pk")
+    overlap = {q["query"] for q in first.drawn} & {q["query"] for q in second.drawn}
+    assert overlap  # every query of this small log is drawn by both
+    lead.post(reverse("sample_accept", args=[world.project.slug, first.pk]))
+    response = lead.post(
+        reverse("sample_accept", args=[world.project.slug, second.pk]), follow=True
+    )
+    texts = list(Query.objects.filter(project=world.project).values_list("text", flat=True))
+    assert len(texts) == len(set(texts))
+    added = len(second.drawn) - len(overlap)
+    assert Query.objects.filter(sample=second).count() == added
+    assert f"{len(overlap)} drawn queries were in the project already and skipped" in (
+        response.content.decode()
+    )

@@ -8,7 +8,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from annotation.cli import project_by_slug
 from annotation.models import LogStatus, QueryLog
 from annotation.sampling import parse_quotas
-from annotation.services_sampling import SamplingError, log_ingest, sample_accept, sample_draw
+from annotation.services_sampling import (
+    SamplingError,
+    accepted_message,
+    log_ingest,
+    sample_accept,
+    sample_draw,
+)
 
 
 class Command(BaseCommand):
@@ -56,7 +62,7 @@ class Command(BaseCommand):
             )
             self.stdout.write(f"sample #{sample.pk}: {len(sample.drawn)} queries")
             if options["accept"]:
-                added = sample_accept(sample=sample)
-                self.stdout.write(f"{added} queries added to {query_log.project.slug!r}")
+                accepted = sample_accept(sample=sample)
+                self.stdout.write(accepted_message(accepted, repr(query_log.project.slug)))
         except (SamplingError, ValueError) as error:
             raise CommandError(str(error)) from error
