@@ -266,8 +266,8 @@ def _stored(key: uuid.UUID, user: User, *, item_id: int | None, undo: bool) -> J
     when the key is new.
 
     A key already used for something else raises NotYours: answering with the stored row
-    would tell the person their new answer was kept when nothing was (`item_id` None: any
-    item, for an undo, whose item the server chooses).
+    would tell the person their new answer was kept when nothing was. `item_id` is None for
+    "undo my last answer", whose item the server chooses.
     """
     stored = Judgment.objects.filter(idempotency_key=key).first()
     if stored is None:
