@@ -443,6 +443,7 @@ class _Screened:
     distinct_queries: int
     pii: tuple[PiiCount, ...]
     pii_excluded_events: int
+    nul_lines: int
 
 
 def _screen(
@@ -467,10 +468,11 @@ def _screen(
 
 
 def _screen_counts(con: duckdb.DuckDBPyConnection, rule: StrataDefinition) -> _Screened:
-    rows, null_queries, distinct_raw = _one(
+    rows, null_queries, distinct_raw, nul = _one(
         con,
         """SELECT coalesce(sum(n), 0), coalesce(sum(n) FILTER (WHERE raw IS NULL), 0),
-                  count(*) FILTER (WHERE raw IS NOT NULL) FROM _raw""",
+                  count(*) FILTER (WHERE raw IS NOT NULL),
+                  coalesce(sum(n) FILTER (WHERE contains(raw, chr(0))), 0) FROM _raw""",
     )
     (blank,) = _one(con, "SELECT coalesce(sum(n), 0) FROM _keyed WHERE norm = ''")
     (distinct,) = _one(con, "SELECT count(*) FROM _norms WHERE NOT excluded")
@@ -483,7 +485,13 @@ def _screen_counts(con: duckdb.DuckDBPyConnection, rule: StrataDefinition) -> _S
         raise LogError("no queries left: every query is blank or looks like personal data")
     excluded = sum(count.events for count in pii) if rule.pii == "exclude" else 0
     return _Screened(
-        int(rows), int(null_queries + blank), int(distinct_raw), int(distinct), pii, excluded
+        int(rows),
+        int(null_queries + blank),
+        int(distinct_raw),
+        int(distinct),
+        pii,
+        excluded,
+        int(nul),
     )
 
 
@@ -523,8 +531,10 @@ def _report(
         pii_excluded_events=screened.pii_excluded_events,
         warnings=_warnings(
             source, used, (malformed, _first_bad_line(source, rejects)), int(bad_ts), max_ts
-        ),
+        )
+        + _nul_warning(screened.nul_lines),
         seconds=time.perf_counter() - started,
+        nul_lines=screened.nul_lines,
     )
 
 
@@ -562,6 +572,12 @@ def _warnings(
             "so the reformulation window is effectively 1000 times shorter"
         )
     return tuple(notes)
+
+
+def _nul_warning(lines: int) -> tuple[str, ...]:
+    if not lines:
+        return ()
+    return (f"{lines} line(s) with a NUL character in the query: replaced by U+FFFD",)
 
 
 def _persist(con: duckdb.DuckDBPyConnection, report: IngestReport) -> None:

@@ -59,6 +59,8 @@ class IngestReport:
     pii_excluded_events: int
     warnings: tuple[str, ...]
     seconds: float
+    # Added later: reports stored before it read back with 0.
+    nul_lines: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

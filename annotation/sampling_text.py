@@ -16,6 +16,7 @@ from typing import Literal
 
 __all__ = [
     "PII_KINDS",
+    "REPLACEMENT",
     "Normalisation",
     "PiiKind",
     "mask_sql",
@@ -26,6 +27,9 @@ __all__ = [
 ]
 
 
+REPLACEMENT = "\ufffd"  # what NUL becomes, as invalid UTF-8 does
+
+
 @dataclass(frozen=True)
 class Normalisation:
     """How raw query text becomes the query's identity.
@@ -34,7 +38,8 @@ class Normalisation:
     to their plain form), case folding (``str.casefold``: "Straße" and "STRASSE" meet; NFKC
     is applied again afterwards because folding can denormalise), and whitespace (trimmed,
     every run of Unicode whitespace becomes one space). Two log lines whose normalised texts
-    are equal count as the same query.
+    are equal count as the same query. Whatever the options, a NUL character becomes U+FFFD:
+    PostgreSQL text cannot hold it, and it is damage, like invalid UTF-8.
     """
 
     nfkc: bool = True
@@ -49,6 +54,7 @@ def normalise_query(text: str, normalisation: Normalisation | None = None) -> st
     as ``exclude`` to the sampler.
     """
     rule = normalisation or Normalisation()
+    text = text.replace("\x00", REPLACEMENT)
     if rule.nfkc:
         text = unicodedata.normalize("NFKC", text)
     if rule.casefold:
@@ -74,7 +80,8 @@ def normalise_sql(column: str, normalisation: Normalisation, python_udf: str) ->
     ``lower`` equals ``casefold``, and its whitespace is a known handful of characters. A
     string is ASCII exactly when its length in bytes equals its length in characters, a
     test far cheaper than a regular expression. Anything else goes through ``python_udf``
-    (a registration of :func:`normalise_query`).
+    (a registration of :func:`normalise_query`). NUL is ASCII and nothing else touches it,
+    so replacing it last gives what replacing it first does in Python.
     """
     ascii_text = f"lower({column})" if normalisation.casefold else column
     if normalisation.collapse_whitespace:
@@ -83,6 +90,7 @@ def normalise_sql(column: str, normalisation: Normalisation, python_udf: str) ->
             f"CASE WHEN regexp_matches({column}, '{_UNTIDY}') THEN {collapsed} "
             f"ELSE {ascii_text} END"
         )
+    ascii_text = f"replace({ascii_text}, chr(0), '{REPLACEMENT}')"
     return (
         f"CASE WHEN strlen({column}) = length({column}) THEN {ascii_text} "
         f"ELSE {python_udf}({column}) END"
@@ -116,11 +124,16 @@ _PII_PATTERNS: tuple[tuple[PiiKind, str, str], ...] = (
     ),
     (
         "phone",
-        # +<digits and separators>, (area) number, 555-123-4567, 030 1234567
+        # +<digits and separators>; (area) number; 555-123-4567 or 555 123 4567 (3-3/4-4
+        # groups: ordinary queries rarely hold three numbers of exactly these lengths);
+        # 030 1234567; 06 12 34 56 78 (a 0 and five pairs); 0044 20 7946 0958 (00, a country
+        # code, at least two more groups)
         r"\+\d[\d \-.()/]{6,}\d"
         r"|\(\d{2,5}\)[ \-.]?\d{2,4}[ \-.]?\d{2,5}"
-        r"|\b\d{3}[\-.]\d{3,4}[\-.]\d{4}\b"
-        r"|\b0\d{1,4}[ \-/]\d{3,4}[ \-]?\d{3,5}\b",
+        r"|\b\d{3}[ \-.]\d{3,4}[ \-.]\d{4}\b"
+        r"|\b0\d{1,4}[ \-/]\d{3,4}[ \-]?\d{3,5}\b"
+        r"|\b0[1-9](?:[ \-.]\d{2}){4}\b"
+        r"|\b00\d{2,3}(?:[ \-.]\d{1,4}){2,5}\b",
         "[phone]",
     ),
     ("digits", r"\d{9,}", "[number]"),

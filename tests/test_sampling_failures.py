@@ -87,3 +87,15 @@ def test_it_shows_an_unexpected_failure_on_the_log_page(
         reverse("log_detail", args=[world.project.slug, query_log.pk])
     )
     assert "could not be read" in page.content.decode()
+
+
+def test_it_stores_a_query_that_held_a_nul_character(
+    world: World, django_capture_on_commit_callbacks
+) -> None:
+    # PostgreSQL text cannot hold NUL: the query arrives with U+FFFD in its place.
+    content = b"query\nfoo\x00bar\nbaz\n"
+    _, query_log = upload(world, django_capture_on_commit_callbacks, content, "log.csv")
+    assert query_log.status == LogStatus.DONE, query_log.error
+    queries = set(LogQueryStat.objects.filter(log=query_log).values_list("query", flat=True))
+    assert queries == {"foo\ufffdbar", "baz"}
+    assert query_log.report is not None and query_log.report["nul_lines"] == 1
