@@ -1,8 +1,9 @@
 """The strata definition and the stratification of per-query statistics.
 
-Traffic strata cut the rank-frequency curve by cumulative share of traffic; the known-failures
-stratum is carved out of them by thresholds on the failure signals. Everything here works on
-arrays aligned with a :class:`~annotation.sampling_ingest.LogStats`.
+Traffic strata cut the rank-frequency curve by cumulative share of traffic (the most frequent
+queries are always head; see :class:`StrataDefinition` for the rule at ties); the
+known-failures stratum is carved out of them by thresholds on the failure signals. Everything
+here works on arrays aligned with a :class:`~annotation.sampling_ingest.LogStats`.
 
 Pure core: no Django, no DuckDB.
 """
@@ -84,12 +85,18 @@ class StrataDefinition:
       make up at most ``head_share`` of all traffic, head and torso together at most
       ``torso_share``, the tail is the rest. Queries with equal frequency are never split:
       a group of ties belongs to the stratum its *last* query would reach, so a tie group
-      that straddles a cut falls to the lower stratum. Hence the tail always holds at least
-      ``1 - torso_share`` of traffic (in particular, when every query is unique, all of them
-      are tail). Defaults are thirds of traffic: each traffic stratum then stands for the
-      same volume, so the quotas alone say how much a stratum is over- or under-weighted
-      (60/90/120 weighs the tail twice the head), and a third of traffic is also the size of
-      the head in the method's own worked example.
+      that straddles a cut falls to the lower stratum, with one exception: the most
+      frequent tie group is always head (unless ``head_share`` is 0), even when it alone
+      holds more than ``head_share`` of traffic. So the tail always holds at least
+      ``1 - torso_share`` of traffic unless the most frequent queries alone hold more than
+      ``torso_share``; a log whose queries all have the same frequency (every query unique,
+      say) has no head or torso: all of it is tail. (Labelling a tie group by where it
+      *starts* instead would give the head its top query too, but put a log's queries seen
+      once, often a third to a half of real traffic, in the torso whenever they start before
+      the torso cut, leaving the tail empty.) Defaults are thirds of traffic: each traffic
+      stratum then stands for the same volume, so the quotas alone say how much a stratum is
+      over- or under-weighted (60/90/120 weighs the tail twice the head), and a third of
+      traffic is also the size of the head in the method's own worked example.
     - ``failures``: the :class:`FailureRule`; known failures leave their traffic stratum.
     - ``normalisation``, ``reformulation_window`` (seconds) and ``pii`` (exclude or mask)
       decide how a log becomes per-query statistics; they are part of the definition so
@@ -203,7 +210,7 @@ def stratify(stats: LogStats, definition: StrataDefinition) -> Strata:
         ),
         cut_ranks=(head, head + torso),
         rank_frequency=rank_frequency_points(ranked),
-        warnings=_warnings(ranked),
+        warnings=_warnings(ranked, traffic, definition),
     )
 
 
@@ -226,7 +233,7 @@ def _traffic_labels(
     group_end_traffic = cumulative[_group_last_index(last_of_group)]
     total = float(cumulative[-1])
     slack = 1e-9 * total  # so that shares such as 1/3 of 3 compare as intended
-    labels[order] = np.select(
+    ranked_labels = np.select(
         [
             group_end_traffic <= definition.head_share * total + slack,
             group_end_traffic <= definition.torso_share * total + slack,
@@ -234,6 +241,11 @@ def _traffic_labels(
         ["head", "torso"],
         "tail",
     )
+    if definition.head_share > 0 and ranked[0] != ranked[-1]:
+        # The most frequent queries are head however much traffic they hold alone: a head
+        # without the log's top query would misname every stratum.
+        ranked_labels[ranked == ranked[0]] = "head"
+    labels[order] = ranked_labels
     return labels
 
 
@@ -268,13 +280,21 @@ def _summary(name: StratumName, frequencies: np.ndarray, total: int) -> StratumS
     )
 
 
-def _warnings(ranked: np.ndarray) -> tuple[str, ...]:
+def _warnings(
+    ranked: np.ndarray, traffic: np.ndarray, definition: StrataDefinition
+) -> tuple[str, ...]:
     if ranked.size and ranked[0] == ranked[-1]:
         return (
             f"every query occurs {int(ranked[0])} time(s): the rank-frequency curve is flat, "
             "so there is no head or torso and all traffic strata collapse into the tail",
         )
-    return ()
+    cuts = f"{definition.head_share:.1%} and {definition.torso_share:.1%}"
+    return tuple(
+        f"the {name} stratum is empty with cut points at {cuts} of traffic (queries of equal "
+        "frequency are never split across a cut): its quota draws nothing"
+        for name in ("head", "torso", "tail")
+        if ranked.size and not np.any(traffic == name)
+    )
 
 
 def rank_frequency_points(

@@ -407,6 +407,37 @@ def test_it_takes_known_failures_out_of_their_traffic_stratum() -> None:
     assert stratify(stats, off).stratum("failures").queries == 0
 
 
+def test_it_puts_the_most_frequent_query_in_the_head_whatever_its_share() -> None:
+    # a6 b1 c1: 8 searches, thirds end at 8/3 = 2.67 and 16/3 = 5.33. a alone ends at 6,
+    # past both cuts; by the end of its tie group it would be tail, leaving the head empty.
+    # The most frequent tie group is always head. {b, c} ends at 8 > 5.33: tail. No group
+    # ends between the cuts: the torso is empty, and a warning says so.
+    stats = stats_of([("a", 6), ("b", 1), ("c", 1)])
+    strata = stratify(stats, StrataDefinition())
+    labels = dict(zip(stats.query, strata.labels, strict=True))
+    assert labels == {"a": "head", "b": "tail", "c": "tail"}
+    assert strata.cut_ranks == (1, 1)
+    assert [row.queries for row in strata.summary] == [1, 0, 2, 0]
+    assert strata.warnings == (
+        "the torso stratum is empty with cut points at 33.3% and 66.7% of traffic "
+        "(queries of equal frequency are never split across a cut): its quota draws nothing",
+    )
+
+
+def test_it_still_keeps_the_tail_share_when_the_top_query_is_large() -> None:
+    # a6 b5 c1: 12 searches, cuts at 4 and 8. a: head (the most frequent). b ends at 11 > 8:
+    # tail, so that the tail keeps at least a third of traffic (b and c: 6 of 12; c alone
+    # would be 1 of 12).
+    stats = stats_of([("a", 6), ("b", 5), ("c", 1)])
+    labels = dict(zip(stats.query, stratify(stats, StrataDefinition()).labels, strict=True))
+    assert labels == {"a": "head", "b": "tail", "c": "tail"}
+    # With no head asked for (head_share 0) there is none: cuts at 0 and 6, a ends at 6 <= 6
+    # and is torso.
+    none = stratify(stats, StrataDefinition(head_share=0.0, torso_share=0.5))
+    assert dict(zip(stats.query, none.labels, strict=True))["a"] == "torso"
+    assert "the head stratum is empty" in none.warnings[0]
+
+
 def test_it_puts_every_query_in_the_tail_when_all_are_unique() -> None:
     stats = stats_of([(f"q{i}", 1) for i in range(50)])
     strata = stratify(stats, StrataDefinition())
