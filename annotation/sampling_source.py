@@ -71,7 +71,21 @@ _NO_DELIMITER = "\x1f"
 _GZIP_MAGIC = b"\x1f\x8b"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _HEAD_BYTES = 1 << 20  # enough for any header line and the blank lines before it
-_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "FLOAT", "DOUBLE", "DECIMAL")
+_NUMERIC = (
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "HUGEINT",
+    "UTINYINT",
+    "USMALLINT",
+    "UINTEGER",
+    "UBIGINT",
+    "UHUGEINT",
+    "FLOAT",
+    "DOUBLE",
+    "DECIMAL",
+)
 _TEMPORAL = ("TIMESTAMP", "DATE")
 _FALSE_WORDS = "('', 'false', 'f', 'no', 'n', 'none', 'null', 'nan', '-')"
 
@@ -454,7 +468,9 @@ def _types(source: Source, column: str) -> tuple[str, str]:
 
 
 def _is(kind: Sequence[str], type_name: str) -> bool:
-    return any(type_name.startswith(prefix) for prefix in kind)
+    # By prefix, for DECIMAL(18,3) and the TIMESTAMP family; a list or an array of numbers
+    # ("INTEGER[]", "INTEGER[3]") is not a number.
+    return not type_name.endswith("]") and any(type_name.startswith(p) for p in kind)
 
 
 def _text(column: str, read: str) -> str:
@@ -476,8 +492,9 @@ def _timestamp_sql(column: str, read: str, hint: str) -> str:
         return f"epoch({column})"
     if _is(_NUMERIC, read):
         return f"CAST({column} AS DOUBLE)"
-    number = f"TRY_CAST({column} AS DOUBLE)"
-    instant = f"epoch(TRY_CAST({column} AS TIMESTAMPTZ))"
+    text = _text(column, read)
+    number = f"TRY_CAST({text} AS DOUBLE)"
+    instant = f"epoch(TRY_CAST({text} AS TIMESTAMPTZ))"
     if _is(_NUMERIC, hint):
         return number
     if _is(_TEMPORAL, hint):
@@ -486,25 +503,29 @@ def _timestamp_sql(column: str, read: str, hint: str) -> str:
 
 
 def _count_sql(column: str, read: str, hint: str) -> str:
-    return f"CAST({column} AS DOUBLE)" if _is(_NUMERIC, read) else f"TRY_CAST({column} AS DOUBLE)"
+    if _is(_NUMERIC, read):
+        return f"CAST({column} AS DOUBLE)"
+    return f"TRY_CAST({_text(column, read)} AS DOUBLE)"
 
 
 def _clicked_sql(column: str, read: str, hint: str) -> str:
     """True for a click: a true flag, a positive count or position, or any other non-empty text.
 
     Text that is not a number counts as a click unless it is a "no" word, so a column of
-    clicked URLs (empty when nothing was clicked) works as is.
+    clicked URLs (empty when nothing was clicked) works as is. Any other type (a list, a
+    struct, a date) is read as its text.
     """
     if read == "BOOLEAN":
         return f"coalesce({column}, false)"
     if _is(_NUMERIC, read):
         return f"coalesce({column} > 0, false)"
-    number = f"TRY_CAST({column} AS DOUBLE)"
+    text = _text(column, read)
+    number = f"TRY_CAST({text} AS DOUBLE)"
     if _is(_NUMERIC, hint):
         return f"coalesce({number} > 0, false)"
     return (
         f"CASE WHEN {column} IS NULL THEN false WHEN {number} IS NOT NULL THEN {number} > 0 "
-        f"ELSE lower(trim({column})) NOT IN {_FALSE_WORDS} END"
+        f"ELSE lower(trim({text})) NOT IN {_FALSE_WORDS} END"
     )
 
 

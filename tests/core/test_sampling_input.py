@@ -10,6 +10,7 @@ import gzip
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from annotation import sampling_source
@@ -162,3 +163,44 @@ def test_it_explains_a_malformed_json_line_in_a_log_with_invalid_utf8(tmp_path: 
     with pytest.raises(LogError, match=r"log\.jsonl: .*Malformed JSON") as raised:
         ingest(write(tmp_path / "log.jsonl", data))
     assert "repaired" not in str(raised.value)
+
+
+# --------------------------------------------------------------------------- Parquet types
+
+
+@pytest.mark.parametrize("unsigned", ["UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"])
+def test_it_reads_unsigned_integer_columns_of_parquet(tmp_path: Path, unsigned: str) -> None:
+    # Session s1: "a" at t=0 (nothing clicked after it), "a b" at t=10 (clicked, 0 results
+    # = zero-result); s2: "a" at t=0 clicked. Every number column is unsigned.
+    path = tmp_path / "log.parquet"
+    duckdb.execute(
+        f"""COPY (SELECT query, CAST(ts AS {unsigned}) AS timestamp,
+                         CAST(sid AS {unsigned}) AS session_id,
+                         CAST(rc AS {unsigned}) AS result_count,
+                         CAST(clk AS {unsigned}) AS clicked
+                  FROM (VALUES ('a', 0, 1, 5, 0), ('a b', 10, 1, 0, 2), ('a', 0, 2, 3, 1))
+                       AS t(query, ts, sid, rc, clk))
+            TO '{path}' (FORMAT parquet)"""
+    )
+    stats = {r.query: r for r in ingest(path).records()}
+    assert stats["a"].abandonment_rate == 0.0  # s1 clicked later (2 clicks), s2 at once
+    assert stats["a"].reformulation_rate == 0.5  # s1: "a" -> "a b" after 10 s
+    assert stats["a b"].zero_result_rate == 1.0 and stats["a"].sessions == 2
+
+
+@pytest.mark.parametrize(
+    ("column", "sql"),
+    [
+        ("clicked", "{'x': 1}"),  # a struct
+        ("clicked", "[1, 2]"),  # a list
+        ("result_count", "[0]"),
+        ("timestamp", "{'t': 5}"),
+    ],
+)
+def test_it_reads_nested_parquet_values_as_text(tmp_path: Path, column: str, sql: str) -> None:
+    path = tmp_path / "log.parquet"
+    duckdb.execute(
+        f"COPY (SELECT 'a' AS query, 's1' AS session_id, {sql} AS {column}) "
+        f"TO '{path}' (FORMAT parquet)"
+    )
+    assert list(ingest(path).query) == ["a"]
