@@ -77,6 +77,7 @@ from .sampling_source import (
     LogError,
     LogFormat,
     Source,
+    check_columns,
     describe,
     field_sql,
     is_encoding_error,
@@ -170,12 +171,17 @@ def _ingest(
         run = _Runner(con, on_progress)
         run.report(0.0, "reading the log")
         source = _describe_or_repair(con, path, log_format, workdir)
-        fields, used = field_sql(source, columns or ColumnMap())
+        mapping = columns or ColumnMap()
+        fields, used = field_sql(source, mapping)
         found = source.columns
+        unseen = tuple(name for name, column in used.items() if column not in found)
         if source.log_format == "jsonl":
             # JSON objects can be large: parse only the keys that are used.
             source = replace(source, columns=tuple(used.values()))
-        source, rejects = _read(con, run, source, fields, used, workdir)
+        read = _Read(fields, used, unseen)
+        source, rejects = _read(con, run, source, read, workdir)
+        if unseen:
+            fields, used, found = _late_keys(con, replace(source, columns=found), mapping, read)
         screened, by_hash = _screen(con, run, rule)
         for statement in per_query_sql(fields, rule.reformulation_window, by_hash):
             run(statement, 0.55, 0.88, "following sessions")
@@ -322,19 +328,29 @@ class _Rejects:
     spanning: bool = False
 
 
+@dataclass(frozen=True)
+class _Read:
+    """What the pass over the file reads: SQL per field, field -> column, and the fields
+    whose column must be probed for (JSON keys DuckDB's sample did not see)."""
+
+    fields: Mapping[str, str]
+    used: Mapping[str, str]
+    probe: tuple[str, ...] = ()
+
+
 def _read(
     con: duckdb.DuckDBPyConnection,
     run: _Runner,
     source: Source,
-    fields: Mapping[str, str],
-    used: Mapping[str, str],
+    read: _Read,
     workdir: Path,
 ) -> tuple[Source, _Rejects]:
     """The one pass over the file (again over a repaired copy if need be), then the dictionary."""
-    rejects, copy = _scan(con, run, source, fields, used)
+    rejects, copy = _scan(con, run, source, read)
     if copy != "none":
         repaired = _describe_copy(con, transcode(source, workdir, line_safe=copy == "lines"))
-        return _read(con, run, repaired, fields, used, workdir)
+        # The copy is read for the same columns (for JSON, the keys chosen, not those sampled).
+        return _read(con, run, replace(repaired, columns=source.columns), read, workdir)
     if source.copy == "lines":
         _check_accounted(con, source, rejects)
     if _one(con, "SELECT count(*) FROM _events")[0] == 0:
@@ -344,18 +360,14 @@ def _read(
 
 
 def _scan(
-    con: duckdb.DuckDBPyConnection,
-    run: _Runner,
-    source: Source,
-    fields: Mapping[str, str],
-    used: Mapping[str, str],
+    con: duckdb.DuckDBPyConnection, run: _Runner, source: Source, read: _Read
 ) -> tuple[_Rejects, Copy]:
     """Read the file into ``_events``; say which copy of it must be read instead, if any."""
     # DuckDB appends to its rejects tables: empty them, so they hold this read's lines only.
     con.execute("DROP TABLE IF EXISTS reject_errors")
     con.execute("DROP TABLE IF EXISTS reject_scans")
     try:
-        run(events_sql(source, fields, used), 0.02, 0.35, "reading events")
+        run(events_sql(source, read.fields, read.used, read.probe), 0.02, 0.35, "reading events")
     except duckdb.OutOfMemoryException:
         raise
     except duckdb.Error as error:
@@ -417,6 +429,25 @@ def _check_accounted(con: duckdb.DuckDBPyConnection, source: Source, rejects: _R
             f"(the quoting breaks down near line {_first_bad_line(source, rejects) or 1}); "
             "fix the file's quotes and read it again"
         )
+
+
+def _late_keys(
+    con: duckdb.DuckDBPyConnection, source: Source, mapping: ColumnMap, read: _Read
+) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:
+    """Fields, columns used and columns found, once the probed JSON keys have been looked for.
+
+    A key that occurs somewhere counts as found; a field whose key occurs nowhere is missing
+    after all: an error if it was mapped explicitly, otherwise its signals are null (as an
+    all-false ``clicked`` would wrongly make every search abandoned).
+    """
+    listed = ", ".join(f"coalesce(bool_or(seen_{name}), false)" for name in read.probe)
+    seen = _one(con, f"SELECT {listed} FROM _events")
+    absent = {name for name, flag in zip(read.probe, seen, strict=True) if not flag}
+    found = (*source.columns, *(read.used[n] for n in read.probe if n not in absent))
+    check_columns(replace(source, columns=found), mapping)
+    fields = {name: sql for name, sql in read.fields.items() if name not in absent}
+    used = {name: column for name, column in read.used.items() if name not in absent}
+    return fields, used, found
 
 
 def _first_bad_line(source: Source, rejects: _Rejects) -> int | None:

@@ -27,10 +27,12 @@ import duckdb
 __all__ = [
     "FIELDS",
     "ColumnMap",
+    "Copy",
     "Field",
     "LogError",
     "LogFormat",
     "Source",
+    "check_columns",
     "describe",
     "field_sql",
     "identifier",
@@ -418,24 +420,33 @@ def _has_undecodable(line: str) -> bool:
 
 
 def field_sql(source: Source, mapping: ColumnMap) -> tuple[dict[str, str], dict[str, str]]:
-    """SQL per available field, and field -> column used; missing columns are errors here."""
-    _check_columns(source, mapping)
+    """SQL per available field, and field -> column used; missing columns are errors here.
+
+    DuckDB learns a JSON file's keys from its first lines only (about 20,000), so for JSON
+    lines every optional field is read by its name whether the sample saw it or not: the
+    caller checks afterwards which of those keys occur at all (:func:`check_columns`).
+    """
+    check_columns(source, mapping, optional=source.log_format != "jsonl")
+    available = set(source.columns)
+    if source.log_format == "jsonl":
+        available |= {mapping.column(name) for name in FIELDS if name != "query"}
     expressions: dict[str, str] = {}
     used: dict[str, str] = {}
     for name in FIELDS:
         column = mapping.column(name)
-        if column not in source.columns:
+        if column not in available:
             continue
         expressions[name] = _FIELD_BUILDERS[name](identifier(column), *_types(source, column))
         used[name] = column
     return expressions, used
 
 
-def _check_columns(source: Source, mapping: ColumnMap) -> None:
+def check_columns(source: Source, mapping: ColumnMap, *, optional: bool = True) -> None:
+    """The query column, and (if ``optional``) the columns mapped explicitly, must exist."""
     missing = [
         f"{name} (column {mapping.column(name)!r})"
         for name in FIELDS
-        if (name == "query" or mapping.explicit(name))
+        if (name == "query" or (optional and mapping.explicit(name)))
         and mapping.column(name) not in source.columns
     ]
     if not missing:

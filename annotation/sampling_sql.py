@@ -23,7 +23,7 @@ Pure core: no Django.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from .sampling_source import Source, identifier
 from .sampling_strata import PiiPolicy
@@ -81,20 +81,29 @@ def numbering_sql(pii: PiiPolicy, by_hash: bool) -> list[str]:
     ]
 
 
-def events_sql(source: Source, fields: Mapping[str, str], used: Mapping[str, str]) -> str:
+def events_sql(
+    source: Source,
+    fields: Mapping[str, str],
+    used: Mapping[str, str],
+    probe: Collection[str] = (),
+) -> str:
     """The one pass over the file: every line as a compact row.
 
     A row holds the raw query text and its 64-bit hash, the hashed session and user ids,
     the time and the outcome flags. The text is only kept until the dictionary is built
     from this table (grouping an in-memory column costs a fraction of parsing the file a
-    second time); from then on the hash stands for it.
+    second time); from then on the hash stands for it. For each field in ``probe`` a flag
+    ``seen_<field>`` says whether the line had a value for it (JSON keys DuckDB's sample did
+    not see may occur later in the file, or nowhere).
     """
     query = fields["query"]
     has_ts = f"{identifier(used['timestamp'])} IS NOT NULL" if "timestamp" in used else "false"
+    seen = "".join(f", seen_{name}" for name in probe)
+    flags = "".join(f", {identifier(used[name])} IS NOT NULL AS seen_{name}" for name in probe)
     return f"""CREATE OR REPLACE TEMP TABLE _events AS
         SELECT raw, hash(raw) AS qh, sh, uh, ts, clk, rc IS NOT NULL AS rc_known,
-               rc = 0 AS rc_zero, has_ts_value AND ts IS NULL AS bad_ts
-        FROM (SELECT {query} AS raw,
+               rc = 0 AS rc_zero, has_ts_value AND ts IS NULL AS bad_ts{seen}
+        FROM (SELECT {query} AS raw{flags},
                 {fields.get("session_id", "CAST(NULL AS UBIGINT)")} AS sh,
                 {fields.get("user_id", "CAST(NULL AS UBIGINT)")} AS uh,
                 {fields.get("timestamp", "CAST(NULL AS DOUBLE)")} AS ts,

@@ -7,6 +7,7 @@ read, what must be skipped and counted, and what must be refused with a message.
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import duckdb
 import pytest
 
 from annotation import sampling_source
-from annotation.sampling import EngineSettings, LogError, LogStats, ingest_log
+from annotation.sampling import ColumnMap, EngineSettings, LogError, LogStats, ingest_log
 
 
 def ingest(path: Path, **kwargs: Any) -> LogStats:
@@ -204,3 +205,37 @@ def test_it_reads_nested_parquet_values_as_text(tmp_path: Path, column: str, sql
         f"TO '{path}' (FORMAT parquet)"
     )
     assert list(ingest(path).query) == ["a"]
+
+
+def test_it_reads_json_keys_that_first_appear_late_in_the_file(tmp_path: Path) -> None:
+    # DuckDB guesses a JSON file's keys from its first ~20,000 lines; result_count appears
+    # only in the last 50 of 30,000. 'late' is searched 50 times, 10 of them with no result.
+    lines = [json.dumps({"query": f"q{i % 100}", "session_id": f"s{i}"}) for i in range(29_950)]
+    lines += [json.dumps({"query": "late", "result_count": int(i >= 10)}) for i in range(50)]
+    path = write(tmp_path / "log.jsonl", ("\n".join(lines) + "\n").encode())
+    stats = ingest(path)
+    late = {r.query: r for r in stats.records()}["late"]
+    assert late.frequency == 50 and late.zero_result_rate == pytest.approx(0.2)
+    report = stats.report
+    assert report is not None and report.columns_used.get("result_count") == "result_count"
+    assert "result_count" in report.columns_found
+    assert not any("no result_count" in warning for warning in report.warnings)
+
+
+def test_it_still_treats_a_json_key_found_nowhere_as_missing(tmp_path: Path) -> None:
+    lines = [json.dumps({"query": f"q{i % 3}", "sid": f"s{i}"}) for i in range(30)]
+    path = write(tmp_path / "log.jsonl", ("\n".join(lines) + "\n").encode())
+    stats = ingest(path)
+    assert stats.report is not None and "clicked" not in stats.report.columns_used
+    assert all(r.abandonment_rate is None for r in stats.records())  # not "never clicked"
+    with pytest.raises(LogError, match=r"missing user_id \(column 'uid'\)\. Columns found: 'qu"):
+        ingest(path, columns=ColumnMap.parse("user_id=uid"))
+
+
+def test_it_repairs_invalid_utf8_in_json_lines_lacking_optional_keys(tmp_path: Path) -> None:
+    # The repaired copy must be read for the same keys as the file (absent ones included).
+    data = b'{"query": "caf\xe9", "session_id": "s1"}\n{"query": "tea", "session_id": "s2"}\n'
+    stats = ingest(write(tmp_path / "log.jsonl.gz", data, gz=True))
+    assert sorted(stats.query) == ["caf\ufffd", "tea"]
+    assert stats.report is not None and stats.report.invalid_utf8_lines == 1
+    assert stats.sessions is not None and list(stats.sessions) == [1, 1]
