@@ -40,17 +40,22 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_QUOTAS",
+    "SEED_LIMIT",
     "Sample",
     "SampledQuery",
     "Signals",
     "StratumDraw",
+    "check_seed",
     "inclusion_probabilities",
     "parse_quotas",
+    "parse_seed",
     "sample_queries",
     "systematic_pps",
 ]
 
 DEFAULT_QUOTAS: Mapping[StratumName, int] = {"head": 60, "torso": 90, "tail": 120, "failures": 30}
+# Seeds are stored with the samples they drew, in a signed 64-bit column.
+SEED_LIMIT = 2**63
 _CERTAIN = 1.0 - 1e-12  # probabilities this close to 1 are certainties (floating point)
 
 
@@ -130,6 +135,22 @@ class Sample:
         return "simple random sampling without replacement"
 
 
+def parse_seed(text: str, name: str = "the seed") -> int:
+    """A seed typed by someone: a whole number in [0, 2**63), or a ValueError saying so."""
+    try:
+        seed = int(text.strip())
+    except ValueError:
+        seed = -1
+    return check_seed(seed, name, shown=text.strip())
+
+
+def check_seed(seed: int, name: str = "the seed", shown: str | None = None) -> int:
+    if not 0 <= seed < SEED_LIMIT:
+        got = shown if shown is not None else str(seed)
+        raise ValueError(f"{name} must be a whole number from 0 to {SEED_LIMIT - 1}, got {got!r}")
+    return seed
+
+
 def parse_quotas(text: str) -> dict[StratumName, int]:
     """Parse ``head=60,torso=90,tail=120,failures=30``; strata left out get a quota of 0."""
     quotas: dict[StratumName, int] = dict.fromkeys(STRATA, 0)
@@ -165,8 +186,7 @@ def sample_queries(
     reports the shortfall; its unused quota is not moved to other strata, which would
     silently change the design.
     """
-    if seed < 0:
-        raise ValueError(f"the seed must be a whole number >= 0, got {seed}")
+    check_seed(seed)
     excluded = frozenset(exclude)
     texts = np.asarray(stats.query, dtype=object)
     queries: list[SampledQuery] = []

@@ -35,6 +35,7 @@ from .sampling import (
     Strata,
     StrataDefinition,
     StratumName,
+    check_seed,
     ingest_log,
     normalise_query,
     sample_queries,
@@ -204,6 +205,10 @@ def sample_draw(
     """
     if query_log.status != LogStatus.DONE:
         raise SamplingError(f"log {query_log.name!r} is not ingested yet ({query_log.status})")
+    try:
+        check_seed(seed)
+    except ValueError as error:
+        raise SamplingError(str(error)) from None
     definition = scheme_of(query_log.project)
     stats = log_stats(query_log)
     strata = stratify(stats, definition)

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_POST
 from .access import Access, project_for_lead
 from .charts import rank_frequency_svg
 from .models import LogStatus, QueryLog, QuerySample
-from .sampling import DEFAULT_QUOTAS, STRATA, parse_quotas
+from .sampling import DEFAULT_QUOTAS, SEED_LIMIT, STRATA, parse_quotas, parse_seed
 from .services_sampling import (
     SamplingError,
     accepted_message,
@@ -75,6 +75,7 @@ def _log_context(access: Access, query_log: QueryLog) -> dict[str, object]:
         "chart": mark_safe(chart),
         "quotas": DEFAULT_QUOTAS,
         "strata_names": STRATA,
+        "max_seed": SEED_LIMIT - 1,
         "samples": query_log.samples.all(),
     }
 
@@ -99,7 +100,7 @@ def sample_create(request: HttpRequest, slug: str, log_id: int) -> HttpResponse:
             ",".join(f"{name}={request.POST.get(name, '0') or 0}" for name in STRATA)
         )
         seed_text = request.POST.get("seed", "").strip()
-        seed = int(seed_text) if seed_text else random.SystemRandom().randrange(2**31)
+        seed = parse_seed(seed_text) if seed_text else random.SystemRandom().randrange(2**31)
         sample = sample_draw(
             query_log=query_log,
             quotas=quotas,

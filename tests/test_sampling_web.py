@@ -191,3 +191,30 @@ def test_it_adds_a_query_once_when_two_previews_are_accepted(upload, world: Worl
     assert f"{len(overlap)} drawn queries were in the project already and skipped" in (
         response.content.decode()
     )
+
+
+@pytest.mark.parametrize("seed", [str(2**63), str(2**70), "-1", "seven", "1.5"])
+def test_it_refuses_a_seed_that_cannot_be_stored(upload, world: World, seed: str) -> None:
+    query_log = upload(make_log())
+    lead = world.client_for(world.lead)
+    url = reverse("sample_create", args=[world.project.slug, query_log.pk])
+    response = lead.post(url, {"head": 1, "tail": 2, "seed": seed}, follow=True)
+    assert response.status_code == 200
+    assert "the seed must be a whole number from 0 to 9223372036854775807" in (
+        response.content.decode()
+    )
+    assert not QuerySample.objects.exists()
+    lead.post(url, {"head": 1, "tail": 2, "seed": str(2**63 - 1)})
+    assert QuerySample.objects.get().seed == 2**63 - 1  # the largest seed is kept as given
+
+
+def test_it_refuses_a_seed_that_cannot_be_stored_on_the_command_line(
+    world: World, tmp_path: Path
+) -> None:
+    path = tmp_path / "log.csv"
+    path.write_bytes(make_log())
+    with pytest.raises(CommandError, match="--seed must be a whole number from 0 to"):
+        call_command(
+            "import_log", world.project.slug, str(path), "--quota", "tail=2", "--seed", str(2**63)
+        )
+    assert not QueryLog.objects.exists()  # refused before anything was read

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.cli import project_by_slug
 from annotation.models import LogStatus, QueryLog
-from annotation.sampling import parse_quotas
+from annotation.sampling import check_seed, parse_quotas
 from annotation.services_sampling import (
     SamplingError,
     accepted_message,
@@ -35,6 +35,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = project_by_slug(options["project"])
+        try:
+            check_seed(options["seed"], "--seed")
+        except ValueError as error:
+            raise CommandError(str(error)) from None
         path = Path(options["file"])
         if not path.is_file():
             raise CommandError(f"{path}: no such file")

@@ -23,6 +23,7 @@ from annotation.sampling import (
     Sample,
     Strata,
     StrataDefinition,
+    check_seed,
     ingest_log,
     normalise_query,
     parse_quotas,
@@ -106,8 +107,10 @@ class Command(BaseCommand):
         except (ValueError, OSError) as error:
             raise CommandError(str(error)) from error
         seed = options["seed"] if options["seed"] is not None else secrets.randbelow(2**31)
-        if seed < 0:
-            raise CommandError(f"--seed must be a whole number >= 0, got {seed}")
+        try:
+            check_seed(seed, "--seed")
+        except ValueError as error:
+            raise CommandError(str(error)) from None
         engine = EngineSettings(memory_limit=options["memory_limit"], threads=options["threads"])
         try:
             stats = ingest_log(
