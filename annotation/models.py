@@ -187,6 +187,11 @@ class QueryLog(models.Model):
     name = models.CharField(max_length=255)
     upload = models.CharField(max_length=500, blank=True, help_text="file until ingested")
     columns = models.CharField(max_length=500, blank=True, help_text="field=column, ...")
+    definition = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="strata definition asked for at upload; only the project's first log uses it",
+    )
     uploaded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -182,7 +182,7 @@ def _ingest(
         source, rejects = _read(con, run, source, read, workdir)
         if unseen:
             fields, used, found = _late_keys(con, replace(source, columns=found), mapping, read)
-        screened, by_hash = _screen(con, run, rule)
+        screened, by_hash = _screen(con, run, rule, path)
         for statement in per_query_sql(fields, rule.reformulation_window, by_hash):
             run(statement, 0.55, 0.88, "following sessions")
         for statement in reform_sql():
@@ -478,7 +478,7 @@ class _Screened:
 
 
 def _screen(
-    con: duckdb.DuckDBPyConnection, run: _Runner, rule: StrataDefinition
+    con: duckdb.DuckDBPyConnection, run: _Runner, rule: StrataDefinition, path: Path
 ) -> tuple[_Screened, bool]:
     """Normalise, screen and number the distinct queries; map raw strings to query ids.
 
@@ -492,13 +492,13 @@ def _screen(
         con.execute("ALTER TABLE _events DROP COLUMN raw")
     for statement in numbering_sql(rule.pii, by_hash):
         run(statement, 0.50, 0.55, "numbering queries")
-    screened = _screen_counts(con, rule)
+    screened = _screen_counts(con, rule, path)
     con.execute("DROP TABLE _keyed")
     con.execute("DROP TABLE _raw")
     return screened, by_hash
 
 
-def _screen_counts(con: duckdb.DuckDBPyConnection, rule: StrataDefinition) -> _Screened:
+def _screen_counts(con: duckdb.DuckDBPyConnection, rule: StrataDefinition, path: Path) -> _Screened:
     rows, null_queries, distinct_raw, nul = _one(
         con,
         """SELECT coalesce(sum(n), 0), coalesce(sum(n) FILTER (WHERE raw IS NULL), 0),
@@ -513,7 +513,7 @@ def _screen_counts(con: duckdb.DuckDBPyConnection, rule: StrataDefinition) -> _S
     ).fetchall()
     pii = tuple(PiiCount(kind, int(queries), int(events)) for kind, queries, events in found)
     if distinct == 0:
-        raise LogError("no queries left: every query is blank or looks like personal data")
+        raise LogError(f"{path}: no queries left: every query is blank or looks like personal data")
     excluded = sum(count.events for count in pii) if rule.pii == "exclude" else 0
     return _Screened(
         int(rows),

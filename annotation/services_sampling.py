@@ -46,21 +46,54 @@ log = logging.getLogger(__name__)
 PROGRESS_EVERY = 0.5  # seconds between progress writes: enough for a smooth bar, few UPDATEs
 
 
+DEFINITION_KEPT = (
+    "the strata definition given with this log was not used: the project's first log fixed "
+    "its definition, and every later log is read with it"
+)
+
+
 class SamplingError(ValueError):
     """A request the sampling steps cannot honour; the message says what to do."""
 
 
 def scheme_of(project: Project) -> StrataDefinition:
     """The project's stored strata definition, or the defaults before its first log."""
+    return stored_scheme(project) or StrataDefinition()
+
+
+def stored_scheme(project: Project) -> StrataDefinition | None:
+    """The strata definition the project's first log fixed, if it has one yet."""
     scheme = SamplingScheme.objects.filter(project=project).first()
-    return StrataDefinition.from_dict(scheme.definition) if scheme else StrataDefinition()
+    return StrataDefinition.from_dict(scheme.definition) if scheme else None
+
+
+def definition_for(query_log: QueryLog) -> StrataDefinition:
+    """What a log is read with: the project's definition, else the one asked for at upload.
+
+    The first log of a project fixes its definition, so that later samples count queries
+    the same way; a definition asked for with a later log is not used.
+    """
+    stored = stored_scheme(query_log.project)
+    if stored is not None:
+        return stored
+    if query_log.definition:
+        return StrataDefinition.from_dict(query_log.definition)
+    return StrataDefinition()
 
 
 @transaction.atomic
 def log_create(
-    *, project: Project, upload: UploadedFile, user: User | None, columns: str = ""
+    *,
+    project: Project,
+    upload: UploadedFile,
+    user: User | None,
+    columns: str = "",
+    definition: StrataDefinition | None = None,
 ) -> QueryLog:
-    """Keep an uploaded log in MEDIA_ROOT until a worker ingests it; returns the queued log."""
+    """Keep an uploaded log in MEDIA_ROOT until a worker ingests it; returns the queued log.
+
+    ``definition`` is the strata definition asked for; only the project's first log uses it.
+    """
     if columns:
         try:
             ColumnMap.parse(columns)
@@ -77,6 +110,7 @@ def log_create(
         name=Path(upload.name or "log").name,
         upload=str(target),
         columns=columns,
+        definition=definition.to_dict() if definition else None,
         uploaded_by=user,
     )
 
@@ -94,14 +128,14 @@ def log_ingest(*, log_id: int, path: str | Path | None = None) -> QueryLog:
     source = Path(path or query_log.upload)
     _set(query_log, status=LogStatus.RUNNING, progress=0.0, message="starting", error="")
     try:
-        definition = scheme_of(query_log.project)
+        definition = definition_for(query_log)
         columns = ColumnMap.parse(query_log.columns) if query_log.columns else None
         stats = ingest_log(
             source, columns=columns, definition=definition, on_progress=_progress(query_log)
         )
         strata = stratify(stats, definition)
         _store(query_log, stats, strata, definition)
-    except (LogError, DefinitionError, OSError) as error:
+    except (LogError, DefinitionError, SamplingError, OSError) as error:
         _set(query_log, status=LogStatus.FAILED, error=str(error), message="failed")
     except Exception as error:
         # A defect, not a bad file: still never leave the log "running" for ever, and let the
@@ -144,9 +178,15 @@ def _progress(query_log: QueryLog) -> Callable[[float, str], None]:
 def _store(
     query_log: QueryLog, stats: LogStats, strata: Strata, definition: StrataDefinition
 ) -> None:
-    SamplingScheme.objects.get_or_create(
+    scheme, created = SamplingScheme.objects.select_for_update().get_or_create(
         project=query_log.project, defaults={"definition": definition.to_dict()}
     )
+    if not created and StrataDefinition.from_dict(scheme.definition) != definition:
+        # Another log of the project was stored first, with its own definition.
+        raise SamplingError(
+            "the project's strata definition was fixed by another log while this one was "
+            "being read; read this log again to use it"
+        )
     LogQueryStat.objects.filter(log=query_log).delete()
     rows = (
         (query_log.pk, r.query, r.frequency, r.sessions, r.users, r.zero_result_rate,
@@ -157,13 +197,16 @@ def _store(
                "reformulation_rate", "abandonment_rate", "pii", "stratum"]  # fmt: skip
     bulk_insert(LogQueryStat, columns, rows)
     report = stats.report.to_dict() if stats.report else None
+    summary = strata_summary(strata)
+    if query_log.definition and StrataDefinition.from_dict(query_log.definition) != definition:
+        summary["warnings"].insert(0, DEFINITION_KEPT)
     _set(
         query_log,
         status=LogStatus.DONE,
         progress=1.0,
         message=f"{len(stats)} distinct queries",
         report=report,
-        strata=strata_summary(strata),
+        strata=summary,
     )
 
 

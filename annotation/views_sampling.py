@@ -16,16 +16,32 @@ from django.views.decorators.http import require_POST
 from .access import Access, project_for_lead
 from .charts import rank_frequency_svg
 from .models import LogStatus, QueryLog, QuerySample
-from .sampling import DEFAULT_QUOTAS, SEED_LIMIT, STRATA, parse_quotas, parse_seed
+from .sampling import (
+    DEFAULT_QUOTAS,
+    SEED_LIMIT,
+    STRATA,
+    DefinitionError,
+    StrataDefinition,
+    parse_quotas,
+    parse_seed,
+)
+from .sampling_options import definition_from_options, describe_definition
 from .services_sampling import (
     SamplingError,
     accepted_message,
     log_create,
     sample_accept,
     sample_draw,
-    scheme_of,
+    stored_scheme,
 )
 from .tasks import log_ingest_task
+
+_DEFINITION_FIELDS = ("cuts", "failures", "reformulation_window")
+_DEFINITION_KEPT = (
+    "This project's strata definition was fixed by its first log: the cut points, failure "
+    "thresholds, reformulation window and privacy option given were not used; the log is "
+    "read with the project's definition."
+)
 
 
 def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
@@ -43,29 +59,48 @@ def log_list(request: HttpRequest, slug: str) -> HttpResponse:
             )
             return redirect("log_list", slug=slug)
         try:
+            requested = _requested_definition(request)
             query_log = log_create(
                 project=access.project,
                 upload=upload,
                 user=request.user,  # type: ignore[arg-type]
                 columns=request.POST.get("columns", "").strip(),
+                definition=requested,
             )
-        except SamplingError as error:
+        except (SamplingError, DefinitionError) as error:
             messages.error(request, str(error))
             return redirect("log_list", slug=slug)
+        stored = stored_scheme(access.project)
+        if requested is not None and stored is not None and requested != stored:
+            messages.warning(request, _DEFINITION_KEPT)
         transaction.on_commit(partial(log_ingest_task.delay, query_log.pk))
         return redirect("log_detail", slug=slug, log_id=query_log.pk)
+    stored = stored_scheme(access.project)
     context = {
         "project": access.project,
         "logs": access.project.logs.all(),
-        "definition": scheme_of(access.project),
+        "definition": stored or StrataDefinition(),
+        "fixed": stored is not None,
+        "described": describe_definition(stored or StrataDefinition()),
     }
     return render(request, "annotation/log_list.html", context)
+
+
+def _requested_definition(request: HttpRequest) -> StrataDefinition | None:
+    """The strata definition the upload form asks for, or None if it asks for none."""
+    texts = {name: request.POST.get(name, "").strip() for name in _DEFINITION_FIELDS}
+    mask_pii = request.POST.get("mask_pii") == "on"
+    if not any(texts.values()) and not mask_pii:
+        return None
+    return definition_from_options(**texts, mask_pii=mask_pii)
 
 
 def _log_context(access: Access, query_log: QueryLog) -> dict[str, object]:
     strata = query_log.strata or {}
     chart = rank_frequency_svg(strata.get("rank_frequency", []), strata.get("cut_ranks", []))
+    used = strata.get("definition")
     return {
+        "described": describe_definition(StrataDefinition.from_dict(used)) if used else "",
         "project": access.project,
         "log": query_log,
         "running": query_log.status in (LogStatus.QUEUED, LogStatus.RUNNING),

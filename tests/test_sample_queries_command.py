@@ -148,7 +148,8 @@ def test_it_reuses_a_stored_strata_definition(tmp_path: Path, log: Path) -> None
     [
         (("--quota", "body=3"), "unknown stratum"),
         (("--cuts", "0.8,0.5"), "cut points must satisfy"),
-        (("--cuts", "half"), "--cuts must be two numbers"),
+        (("--cuts", "half"), "cuts must be two numbers"),
+        (("--cuts", "0.5,1.5"), "cuts mix fractions and percentages"),
         (("--failures", "zero_result_rate=high"), "needs a number"),
         (("--failures", "speed=1"), "unknown failure setting"),
         (("--column", "query"), "not field=column"),

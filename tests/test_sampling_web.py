@@ -164,8 +164,13 @@ def test_it_imports_a_log_and_samples_from_the_command_line(
     assert added.get(stratum="head").text == "pricing"
     bad = tmp_path / "bad.csv"
     bad.write_text("nothing,here\n1,2\n")
-    with pytest.raises(CommandError, match="Nothing was added"):
+    with pytest.raises(CommandError, match="No statistics or queries were added") as raised:
         call_command("import_log", world.project.slug, str(bad))
+    assert str(raised.value).count(str(bad)) == 1  # the file is named once
+    failed = QueryLog.objects.get(status=LogStatus.FAILED)  # kept for the log history
+    assert f"the failed attempt is listed among the project's logs (#{failed.pk})" in str(
+        raised.value
+    )
 
 
 def test_it_adds_a_query_once_when_two_previews_are_accepted(upload, world: World) -> None:

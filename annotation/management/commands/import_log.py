@@ -7,13 +7,19 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.cli import project_by_slug
 from annotation.models import LogStatus, QueryLog
-from annotation.sampling import check_seed, parse_quotas
+from annotation.sampling import StrataDefinition, check_seed, parse_quotas
+from annotation.sampling_options import (
+    add_definition_arguments,
+    definition_from_options,
+    describe_definition,
+)
 from annotation.services_sampling import (
     SamplingError,
     accepted_message,
     log_ingest,
     sample_accept,
     sample_draw,
+    stored_scheme,
 )
 
 
@@ -21,13 +27,15 @@ class Command(BaseCommand):
     help = (
         "Ingest a search log into a project's per-query statistics and strata (the raw rows are "
         "not kept). With --quota, also draw a stratified sample; with --accept, add it to the "
-        "project's queries."
+        "project's queries. The project's first log fixes its strata definition (--cuts, "
+        "--failures, --reformulation-window, --mask-pii); later logs are read with it."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("project")
         parser.add_argument("file")
         parser.add_argument("--column", default="", help="mapping, e.g. query=q,session_id=sid")
+        add_definition_arguments(parser)
         parser.add_argument("--quota", help="e.g. head=60,torso=90,tail=120,failures=30")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--weighted", action="store_true")
@@ -37,23 +45,46 @@ class Command(BaseCommand):
         project = project_by_slug(options["project"])
         try:
             check_seed(options["seed"], "--seed")
+            requested = _requested_definition(options)
         except ValueError as error:
             raise CommandError(str(error)) from None
         path = Path(options["file"])
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
+        stored = stored_scheme(project)
+        if requested is not None and stored is not None and requested != stored:
+            self.stderr.write(
+                "note: the project's first log fixed its strata definition; the options given "
+                f"are not used. The log is read with: {describe_definition(stored)}."
+            )
         query_log = QueryLog.objects.create(
-            project=project, name=path.name, columns=options["column"]
+            project=project,
+            name=path.name,
+            columns=options["column"],
+            definition=requested.to_dict() if requested else None,
         )
         query_log = log_ingest(log_id=query_log.pk, path=path)
         if query_log.status != LogStatus.DONE:
-            raise CommandError(f"{path}: {query_log.error} Nothing was added to the project.")
-        for row in (query_log.strata or {}).get("table", []):
+            # The error names the file already. The failed attempt stays in the project's
+            # log history (as a failed upload does), holding no statistics.
+            raise CommandError(
+                f"{query_log.error} No statistics or queries were added; the failed attempt "
+                f"is listed among the project's logs (#{query_log.pk})."
+            )
+        self._write_report(query_log)
+        if options["quota"]:
+            self._sample(query_log, options)
+
+    def _write_report(self, query_log: QueryLog) -> None:
+        for line in report_lines(query_log.report or {}):
+            self.stdout.write(line)
+        strata = query_log.strata or {}
+        for row in strata.get("table", []):
             self.stdout.write(
                 f"{row['name']:<9} {row['queries']:>9} queries {row['share']:>7.1%} of traffic"
             )
-        if options["quota"]:
-            self._sample(query_log, options)
+        for warning in strata.get("warnings", []):
+            self.stdout.write(f"warning: {warning}")
 
     def _sample(self, query_log: QueryLog, options: dict[str, Any]) -> None:
         try:
@@ -70,3 +101,34 @@ class Command(BaseCommand):
                 self.stdout.write(accepted_message(accepted, repr(query_log.project.slug)))
         except (SamplingError, ValueError) as error:
             raise CommandError(str(error)) from error
+
+
+def _requested_definition(options: dict[str, Any]) -> StrataDefinition | None:
+    names = ("cuts", "failures", "reformulation_window")
+    if all(options[name] is None for name in names) and not options["mask_pii"]:
+        return None
+    return definition_from_options(
+        cuts=options["cuts"],
+        failures=options["failures"],
+        reformulation_window=options["reformulation_window"],
+        mask_pii=options["mask_pii"],
+    )
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """What ingestion read, skipped, repaired and screened, from a stored report."""
+    if not report:
+        return []
+    pii = ", ".join(
+        f"{count['kind']} {count['queries']} queries / {count['events']} events"
+        for count in report.get("pii", [])
+    )
+    action = "masked" if report.get("pii_policy") == "mask" else "excluded"
+    lines = [
+        f"{report['rows']} lines read, {report['events']} events in the statistics, "
+        f"{report['distinct_queries']} distinct queries",
+        f"skipped: {report['malformed_rows']} malformed lines, {report['blank_queries']} blank "
+        f"queries; {report['invalid_utf8_lines']} lines with invalid UTF-8 repaired",
+        f"personal data ({action}): {pii or 'none found'}",
+    ]
+    return lines + [f"warning: {warning}" for warning in report.get("warnings", [])]

@@ -17,7 +17,6 @@ from annotation.sampling import (
     ColumnMap,
     DefinitionError,
     EngineSettings,
-    FailureRule,
     LogError,
     LogStats,
     Sample,
@@ -30,8 +29,9 @@ from annotation.sampling import (
     sample_queries,
     stratify,
 )
+from annotation.sampling_options import add_definition_arguments, definition_from_options
 
-_FAILURE_KEYS = ("zero_result_rate", "reformulation_rate", "abandonment_rate", "min_frequency")
+_OVERRIDES = ("cuts", "failures", "reformulation_window")
 
 
 class Command(BaseCommand):
@@ -61,26 +61,7 @@ class Command(BaseCommand):
             choices=("csv", "tsv", "jsonl", "parquet"),
             help="log format (default: from the file extension)",
         )
-        parser.add_argument(
-            "--cuts",
-            help="head and torso cut points on the cumulative share of traffic, "
-            "e.g. 0.5,0.8 or 50,80 (default: thirds)",
-        )
-        parser.add_argument(
-            "--failures",
-            help="known-failure thresholds, e.g. zero_result_rate=0.5,reformulation_rate=0.5,"
-            "abandonment_rate=0.8,min_frequency=2 (a rate may be 'off')",
-        )
-        parser.add_argument(
-            "--reformulation-window",
-            type=float,
-            help="seconds within which the next query counts as a reformulation (default 300)",
-        )
-        parser.add_argument(
-            "--mask-pii",
-            action="store_true",
-            help="mask personal data in queries instead of excluding those queries",
-        )
+        add_definition_arguments(parser)
         parser.add_argument(
             "--weighted",
             action="store_true",
@@ -168,9 +149,8 @@ def _rate(value: float | None) -> str:
 
 
 def _definition(options: dict[str, Any]) -> StrataDefinition:
-    overrides = ("cuts", "failures", "reformulation_window")
     if options["definition"]:
-        if any(options[name] is not None for name in overrides) or options["mask_pii"]:
+        if any(options[name] is not None for name in _OVERRIDES) or options["mask_pii"]:
             raise CommandError(
                 "--definition fixes the strata; drop --cuts, --failures, "
                 "--reformulation-window and --mask-pii"
@@ -179,43 +159,12 @@ def _definition(options: dict[str, Any]) -> StrataDefinition:
             return StrataDefinition.from_json(Path(options["definition"]).read_text("utf-8"))
         except (DefinitionError, OSError) as error:
             raise CommandError(f"{options['definition']}: {error}") from error
-    settings: dict[str, Any] = {"pii": "mask" if options["mask_pii"] else "exclude"}
-    if options["cuts"]:
-        settings["head_share"], settings["torso_share"] = _cuts(options["cuts"])
-    if options["failures"]:
-        settings["failures"] = _failure_rule(options["failures"])
-    if options["reformulation_window"] is not None:
-        settings["reformulation_window"] = options["reformulation_window"]
-    return StrataDefinition(**settings)
-
-
-def _cuts(text: str) -> tuple[float, float]:
-    try:
-        values = [float(part) for part in text.split(",")]
-    except ValueError:
-        raise ValueError(f"--cuts must be two numbers, got {text!r}") from None
-    if len(values) != 2:
-        raise ValueError(f"--cuts must be two numbers (head, torso), got {text!r}")
-    if any(value > 1 for value in values):
-        values = [value / 100 for value in values]  # given as percentages
-    return values[0], values[1]
-
-
-def _failure_rule(text: str) -> FailureRule:
-    settings: dict[str, Any] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, _, value = item.partition("=")
-        name = name.strip()
-        if name not in _FAILURE_KEYS:
-            raise ValueError(f"unknown failure setting {name!r}; use {', '.join(_FAILURE_KEYS)}")
-        try:
-            if name == "min_frequency":
-                settings[name] = int(value)
-            else:
-                settings[name] = None if value.strip() == "off" else float(value)
-        except ValueError:
-            raise ValueError(f"failure setting {name} needs a number, got {value!r}") from None
-    return FailureRule(**settings)
+    return definition_from_options(
+        cuts=options["cuts"],
+        failures=options["failures"],
+        reformulation_window=options["reformulation_window"],
+        mask_pii=options["mask_pii"],
+    )
 
 
 def _exclusions(path: str | None, definition: StrataDefinition) -> set[str]:
