@@ -136,7 +136,9 @@ def log_ingest(*, log_id: int, path: str | Path | None = None) -> QueryLog:
         strata = stratify(stats, definition)
         _store(query_log, stats, strata, definition)
     except (LogError, DefinitionError, SamplingError, OSError) as error:
-        _set(query_log, status=LogStatus.FAILED, error=str(error), message="failed")
+        # An upload is stored under a generated name: name the file as it was uploaded.
+        shown = str(error) if path is not None else str(error).replace(str(source), query_log.name)
+        _set(query_log, status=LogStatus.FAILED, error=shown, message="failed")
     except Exception as error:
         # A defect, not a bad file: still never leave the log "running" for ever, and let the
         # worker (or the command) see the exception with its traceback.

@@ -39,7 +39,8 @@ def test_it_fails_a_jsonl_log_with_invalid_utf8_and_a_malformed_line(
     status, query_log = upload(world, django_capture_on_commit_callbacks, content, "log.jsonl")
     assert status == 302
     assert query_log.status == LogStatus.FAILED
-    assert "log.jsonl" in query_log.error and "Malformed JSON" in query_log.error
+    assert query_log.error.startswith("log.jsonl: ") and "Malformed JSON" in query_log.error
+    assert "media" not in query_log.error  # the upload's stored name is not shown
 
 
 def test_it_reads_a_log_with_carriage_returns_only(
