@@ -12,9 +12,11 @@ each stratum, recording every query's inclusion probability. Three calls, in thi
                             weighted=False, exclude=already_in_project)
 
 - :mod:`annotation.sampling_ingest`: DuckDB ingestion (formats, sessions, signals, privacy),
-  with its SQL in :mod:`annotation.sampling_sql`;
+  with its SQL in :mod:`annotation.sampling_sql` and the pass over the file, with the
+  repaired copies read when a file needs one, in :mod:`annotation.sampling_read`;
 - :mod:`annotation.sampling_stats`: the per-query statistics it returns and persists;
 - :mod:`annotation.sampling_strata`: the strata definition and the stratification;
+- :mod:`annotation.sampling_options`: a strata definition from typed options (commands, form);
 - :mod:`annotation.sampling_draw`: quotas and the within-stratum draws;
 - :mod:`annotation.sampling_text`: normalisation and the personal-data screen;
 - :mod:`annotation.sampling_source`: what a log file is and how each field is read.

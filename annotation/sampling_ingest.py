@@ -9,12 +9,10 @@ external sort for sessions. The phases (SQL in :mod:`annotation.sampling_sql`):
 
 1. **events** (the one pass over the file): every line becomes a compact row (raw query
    text and its 64-bit hash, hashed session and user, time, outcome flags); malformed lines
-   are skipped and counted, invalid UTF-8 is repaired into a temporary copy and counted.
-   When DuckDB reports a CSV record that ran over several lines (a quote left open) or
-   cannot follow the line endings, the file is read again from a copy holding one record
-   per line, in which a line leaving a quote open is blanked and counted: one bad line then
-   costs that line, never the rest of the file (and a copy whose lines do not all come back
-   as rows or as rejected lines is an error, not a quiet loss);
+   are skipped and counted, invalid UTF-8 is repaired into a temporary copy and counted,
+   and a quote left open or line endings DuckDB cannot follow send the file through a copy
+   holding one record per line, so that one bad line costs that line, never the rest of the
+   file (:mod:`annotation.sampling_read`);
 2. **dictionary**: distinct raw query strings and their counts, grouped from those rows
    (cheaper than parsing the file a second time);
 3. **screening**: each distinct string (never each line) is normalised and screened for
@@ -67,28 +65,29 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
+from .sampling_read import (
+    ReadPlan,
+    Rejects,
+    describe_or_repair,
+    first_bad_line,
+    first_line_of,
+    late_keys,
+    one,
+    read_events,
+)
 from .sampling_source import (
     ColumnMap,
-    Copy,
     LogError,
     LogFormat,
     Source,
-    check_columns,
-    describe,
     field_sql,
-    is_encoding_error,
-    locate,
     sql_string,
-    transcode,
 )
 from .sampling_sql import (
     NORMALISE_UDF,
-    dictionary_sql,
-    events_sql,
     numbering_sql,
     per_query_sql,
     reform_sql,
@@ -153,7 +152,7 @@ def ingest_log(
     except duckdb.OutOfMemoryException as error:
         raise LogError(
             f"{path}: the log needs more memory than the limit of {settings.memory_limit} "
-            f"allows even with spilling to disk ({_first_line_of(error)}); raise the limit"
+            f"allows even with spilling to disk ({first_line_of(error)}); raise the limit"
         ) from None
 
 
@@ -170,7 +169,7 @@ def _ingest(
     with _Connection(settings, database, rule) as (con, workdir):
         run = _Runner(con, on_progress)
         run.report(0.0, "reading the log")
-        source = _describe_or_repair(con, path, log_format, workdir)
+        source = describe_or_repair(con, path, log_format, workdir)
         mapping = columns or ColumnMap()
         fields, used = field_sql(source, mapping)
         found = source.columns
@@ -178,10 +177,10 @@ def _ingest(
         if source.log_format == "jsonl":
             # JSON objects can be large: parse only the keys that are used.
             source = replace(source, columns=tuple(used.values()))
-        read = _Read(fields, used, unseen)
-        source, rejects = _read(con, run, source, read, workdir)
+        read = ReadPlan(fields, used, unseen)
+        source, rejects = read_events(con, run, source, read, workdir)
         if unseen:
-            fields, used, found = _late_keys(con, replace(source, columns=found), mapping, read)
+            fields, used, found = late_keys(con, replace(source, columns=found), mapping, read)
         screened, by_hash = _screen(con, run, rule, path)
         for statement in per_query_sql(fields, rule.reformulation_window, by_hash):
             run(statement, 0.55, 0.88, "following sessions")
@@ -287,183 +286,6 @@ class _Connection:
 # --------------------------------------------------------------------------- phases
 
 
-def _describe_or_repair(
-    con: duckdb.DuckDBPyConnection, path: Path, log_format: LogFormat | None, workdir: Path
-) -> Source:
-    source = locate(path, log_format)
-    try:
-        return describe(con, source)
-    except duckdb.OutOfMemoryException:
-        raise
-    except duckdb.Error as error:
-        if not is_encoding_error(error):
-            raise LogError(f"{path}: {_message(error, source)}") from None
-    # DuckDB's sniffer itself tripped over invalid UTF-8: repair first, then look again.
-    return _describe_copy(con, transcode(source, workdir))
-
-
-def _describe_copy(con: duckdb.DuckDBPyConnection, copy: Source) -> Source:
-    """:func:`describe` a repaired copy; whatever still fails is the file's fault."""
-    try:
-        return describe(con, copy)
-    except duckdb.OutOfMemoryException:
-        raise
-    except duckdb.Error as error:
-        raise LogError(f"{copy.original}: {_message(error, copy)}") from None
-
-
-@dataclass(frozen=True)
-class _Rejects:
-    """The lines DuckDB rejected in one read of a CSV or TSV file.
-
-    ``lines`` counts distinct rejected lines (a line can fail in two ways at once),
-    ``first`` is the first of them, ``encoding`` the lines with invalid UTF-8, and
-    ``spanning`` says whether a rejected record ran over several lines: a quote left open
-    took the lines after it along.
-    """
-
-    lines: int = 0
-    first: int | None = None
-    encoding: int = 0
-    spanning: bool = False
-
-
-@dataclass(frozen=True)
-class _Read:
-    """What the pass over the file reads: SQL per field, field -> column, and the fields
-    whose column must be probed for (JSON keys DuckDB's sample did not see)."""
-
-    fields: Mapping[str, str]
-    used: Mapping[str, str]
-    probe: tuple[str, ...] = ()
-
-
-def _read(
-    con: duckdb.DuckDBPyConnection,
-    run: _Runner,
-    source: Source,
-    read: _Read,
-    workdir: Path,
-) -> tuple[Source, _Rejects]:
-    """The one pass over the file (again over a repaired copy if need be), then the dictionary."""
-    rejects, copy = _scan(con, run, source, read)
-    if copy != "none":
-        repaired = _describe_copy(con, transcode(source, workdir, line_safe=copy == "lines"))
-        # The copy is read for the same columns (for JSON, the keys chosen, not those sampled).
-        return _read(con, run, replace(repaired, columns=source.columns), read, workdir)
-    if source.copy == "lines":
-        _check_accounted(con, source, rejects)
-    if _one(con, "SELECT count(*) FROM _events")[0] == 0:
-        raise LogError(f"{source.original}: no rows after the header")
-    run(dictionary_sql(), 0.35, 0.42, "counting distinct queries")
-    return source, rejects
-
-
-def _scan(
-    con: duckdb.DuckDBPyConnection, run: _Runner, source: Source, read: _Read
-) -> tuple[_Rejects, Copy]:
-    """Read the file into ``_events``; say which copy of it must be read instead, if any."""
-    # DuckDB appends to its rejects tables: empty them, so they hold this read's lines only.
-    con.execute("DROP TABLE IF EXISTS reject_errors")
-    con.execute("DROP TABLE IF EXISTS reject_scans")
-    try:
-        run(events_sql(source, read.fields, read.used, read.probe), 0.02, 0.35, "reading events")
-    except duckdb.OutOfMemoryException:
-        raise
-    except duckdb.Error as error:
-        copy = _copy_for_error(source, error)
-        if copy == "none":
-            raise LogError(f"{source.original}: {_message(error, source)}") from None
-        return _Rejects(), copy
-    rejects = _rejects(con, source)
-    return rejects, _copy_for_rejects(source, rejects)
-
-
-def _copy_for_error(source: Source, error: duckdb.Error) -> Copy:
-    """The copy that may read a file DuckDB gave up on, or "none" if no copy would help."""
-    text = str(error).lower()
-    if source.log_format in ("csv", "tsv") and "state machine" in text:
-        # Line endings DuckDB's CSV reader cannot follow (CR LF and LF mixed, a stray CR).
-        return "lines" if source.copy != "lines" else "none"
-    if is_encoding_error(error):
-        return "utf8" if source.copy == "none" else "none"
-    return "none"
-
-
-def _copy_for_rejects(source: Source, rejects: _Rejects) -> Copy:
-    if rejects.spanning and source.copy != "lines":
-        return "lines"
-    if rejects.encoding and source.copy == "none":
-        return "utf8"
-    return "none"
-
-
-def _rejects(con: duckdb.DuckDBPyConnection, source: Source) -> _Rejects:
-    if source.log_format not in ("csv", "tsv"):
-        return _Rejects()
-    # A record that ran on past its line holds a line break, or is an open quoted value.
-    lines, first, encoding, spanning = _one(
-        con,
-        """SELECT count(DISTINCT line) FILTER (WHERE error_type <> 'INVALID ENCODING'),
-                  min(line) FILTER (WHERE error_type <> 'INVALID ENCODING'),
-                  count(DISTINCT line) FILTER (WHERE error_type = 'INVALID ENCODING'),
-                  coalesce(bool_or(contains(coalesce(csv_line, ''), chr(10))
-                                   OR contains(coalesce(csv_line, ''), chr(13))
-                                   OR error_message ILIKE '%unterminated quote%'), false)
-           FROM reject_errors""",
-    )
-    return _Rejects(int(lines), None if first is None else int(first), int(encoding), spanning)
-
-
-def _check_accounted(con: duckdb.DuckDBPyConnection, source: Source, rejects: _Rejects) -> None:
-    """Every line of a one-record-per-line copy is a row or a rejected line; else fail loudly.
-
-    The copy was made because quoting went wrong; if lines still went missing, a count that
-    looks right would hide lost rows.
-    """
-    (rows,) = _one(con, "SELECT count(*) FROM _events")
-    short = (source.data_lines or 0) - int(rows) - rejects.lines
-    if short > 0:
-        raise LogError(
-            f"{source.original}: {short} line(s) were neither read nor reported as malformed "
-            f"(the quoting breaks down near line {_first_bad_line(source, rejects) or 1}); "
-            "fix the file's quotes and read it again"
-        )
-
-
-def _late_keys(
-    con: duckdb.DuckDBPyConnection, source: Source, mapping: ColumnMap, read: _Read
-) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:
-    """Fields, columns used and columns found, once the probed JSON keys have been looked for.
-
-    A key that occurs somewhere counts as found; a field whose key occurs nowhere is missing
-    after all: an error if it was mapped explicitly, otherwise its signals are null (as an
-    all-false ``clicked`` would wrongly make every search abandoned).
-    """
-    listed = ", ".join(f"coalesce(bool_or(seen_{name}), false)" for name in read.probe)
-    seen = _one(con, f"SELECT {listed} FROM _events")
-    absent = {name for name, flag in zip(read.probe, seen, strict=True) if not flag}
-    found = (*source.columns, *(read.used[n] for n in read.probe if n not in absent))
-    check_columns(replace(source, columns=found), mapping)
-    fields = {name: sql for name, sql in read.fields.items() if name not in absent}
-    used = {name: column for name, column in read.used.items() if name not in absent}
-    return fields, used, found
-
-
-def _first_bad_line(source: Source, rejects: _Rejects) -> int | None:
-    lines = [n for n in (rejects.first, source.first_open_quote_line) if n is not None]
-    return min(lines, default=None)
-
-
-def _message(error: Exception, source: Source) -> str:
-    """DuckDB's first line of ``error``, naming the original file rather than a repaired copy."""
-    return _first_line_of(error).replace(str(source.path), str(source.original))
-
-
-def _first_line_of(error: Exception) -> str:
-    return str(error).strip().splitlines()[0]
-
-
 @dataclass(frozen=True)
 class _Screened:
     """What normalising and screening the distinct queries found."""
@@ -486,7 +308,7 @@ def _screen(
     two distinct strings of this log share one).
     """
     run(screen_sql(rule.normalisation), 0.42, 0.50, "normalising and screening queries")
-    by_hash = bool(_one(con, "SELECT count(DISTINCT qh) = count(*) FROM _keyed")[0])
+    by_hash = bool(one(con, "SELECT count(DISTINCT qh) = count(*) FROM _keyed")[0])
     if by_hash:
         # The text has served its purpose: events are matched by its hash from now on.
         con.execute("ALTER TABLE _events DROP COLUMN raw")
@@ -499,14 +321,14 @@ def _screen(
 
 
 def _screen_counts(con: duckdb.DuckDBPyConnection, rule: StrataDefinition, path: Path) -> _Screened:
-    rows, null_queries, distinct_raw, nul = _one(
+    rows, null_queries, distinct_raw, nul = one(
         con,
         """SELECT coalesce(sum(n), 0), coalesce(sum(n) FILTER (WHERE raw IS NULL), 0),
                   count(*) FILTER (WHERE raw IS NOT NULL),
                   coalesce(sum(n) FILTER (WHERE contains(raw, chr(0))), 0) FROM _raw""",
     )
-    (blank,) = _one(con, "SELECT coalesce(sum(n), 0) FROM _keyed WHERE norm = ''")
-    (distinct,) = _one(con, "SELECT count(*) FROM _norms WHERE NOT excluded")
+    (blank,) = one(con, "SELECT coalesce(sum(n), 0) FROM _keyed WHERE norm = ''")
+    (distinct,) = one(con, "SELECT count(*) FROM _norms WHERE NOT excluded")
     found = con.execute(
         """SELECT pii, count(DISTINCT norm), sum(n) FROM _keyed
            WHERE pii IS NOT NULL GROUP BY pii ORDER BY pii"""
@@ -526,23 +348,17 @@ def _screen_counts(con: duckdb.DuckDBPyConnection, rule: StrataDefinition, path:
     )
 
 
-def _one(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
-    row = con.execute(sql).fetchone()
-    assert row is not None  # aggregate queries always return one row
-    return tuple(row)
-
-
 def _report(
     con: duckdb.DuckDBPyConnection,
     source: Source,
     used: Mapping[str, str],
-    rejects: _Rejects,
+    rejects: Rejects,
     screened: _Screened,
     rule: StrataDefinition,
     started: float,
 ) -> IngestReport:
-    bad_ts, max_ts = _one(con, "SELECT coalesce(sum(bad_ts), 0), max(max_ts) FROM _per_query")
-    (events,) = _one(con, "SELECT coalesce(sum(frequency), 0) FROM _stats")
+    bad_ts, max_ts = one(con, "SELECT coalesce(sum(bad_ts), 0), max(max_ts) FROM _per_query")
+    (events,) = one(con, "SELECT coalesce(sum(frequency), 0) FROM _stats")
     malformed = rejects.lines + source.open_quote_lines
     return IngestReport(
         path=str(source.original),
@@ -561,7 +377,7 @@ def _report(
         pii=screened.pii,
         pii_excluded_events=screened.pii_excluded_events,
         warnings=_warnings(
-            source, used, (malformed, _first_bad_line(source, rejects)), int(bad_ts), max_ts
+            source, used, (malformed, first_bad_line(source, rejects)), int(bad_ts), max_ts
         )
         + _nul_warning(screened.nul_lines),
         seconds=time.perf_counter() - started,
