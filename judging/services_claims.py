@@ -14,7 +14,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F
+from django.db.models import F
 from django.utils import timezone
 
 from annotation.models import Project
@@ -203,8 +203,8 @@ def _in_rotation_order(batch: list[WorkUnit], pool: Pool, user: User) -> list[Wo
     if not half_held:
         return batch
     holders: dict[int, list[int]] = defaultdict(list)
-    rows = Claim.objects.filter(unit_id__in=half_held, state__in=HOLDING).exclude(user=user)
-    for unit_id, other in rows.values_list("unit_id", "user_id"):
+    sql = _HOLDERS.format(units=_marks(half_held))
+    for unit_id, other in _rows(sql, [*half_held, *_HOLDING_STATES, user.pk]):
         holders[unit_id].append(other)
     candidates = [Candidate(u.pk, u.position, tuple(holders.get(u.pk, ()))) for u in batch]
     by_id = {u.pk: u for u in batch}
@@ -213,14 +213,32 @@ def _in_rotation_order(batch: list[WorkUnit], pool: Pool, user: User) -> list[Wo
 
 def _pairings(pool: Pool, user: User, holders: dict[int, list[int]]) -> dict[int, int]:
     """How many double units of the pool `user` shares with each of the other judges."""
-    others = {other for users in holders.values() for other in users}
-    mine = Claim.objects.filter(pool=pool, user=user, state__in=HOLDING).values("unit_id")
-    rows = (
-        Claim.objects.filter(unit_id__in=mine, user_id__in=others, state__in=HOLDING)
-        .values("user_id")
-        .annotate(n=Count("pk"))
-    )
-    return {row["user_id"]: row["n"] for row in rows}
+    others = sorted({other for users in holders.values() for other in users})
+    if not others:
+        return {}
+    sql = _PAIRINGS.format(others=_marks(others))
+    params = [pool.pk, user.pk, *_HOLDING_STATES, *others, *_HOLDING_STATES]
+    return {other: int(n) for other, n in _rows(sql, params)}
+
+
+# Plain SQL, as `_rows`: a claim of a query someone already judges once runs both, and the ORM
+# spent several milliseconds building them, about half of such a claim's time.
+_HOLDING_STATES = [state.value for state in HOLDING]
+_HOLDING_IN = ", ".join(["%s"] * len(_HOLDING_STATES))
+_HOLDERS = (
+    "SELECT c.unit_id, c.user_id FROM judging_claim c WHERE c.unit_id IN ({units})"
+    f" AND c.state IN ({_HOLDING_IN}) AND c.user_id <> %s"
+)
+_PAIRINGS = (
+    "SELECT o.user_id, count(*) FROM judging_claim o WHERE o.unit_id IN ("
+    "SELECT m.unit_id FROM judging_claim m WHERE m.pool_id = %s AND m.user_id = %s"
+    f" AND m.state IN ({_HOLDING_IN})) AND o.user_id IN ({{others}})"
+    f" AND o.state IN ({_HOLDING_IN}) GROUP BY o.user_id"
+)
+
+
+def _marks(values: list[int]) -> str:
+    return ", ".join(["%s"] * len(values))
 
 
 def place_take(unit: WorkUnit) -> bool:
