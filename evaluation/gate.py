@@ -18,7 +18,7 @@ import numpy as np
 
 from pooling.trec import FormatError, RunRow, open_text
 
-from .stats import Comparison, bootstrap_interval, compare_summary
+from .stats import Comparison, bootstrap_interval, compare_summary, paired_summary
 
 MUST_NEVER_BREAK_RANK = 3
 SECONDARY = ("recall@100", "hit@5")
@@ -134,8 +134,8 @@ def gate_report(
     qids, a, b = aligned(baseline, candidate, metric)
     if not qids:
         raise ValueError("no query was scored for both runs: check that they match the qrels")
-    comparison = compare_summary(a, b, bootstrap=max(bootstrap, 1), seed=seed)
-    if bootstrap > 0:
+    comparison = compare_summary(a, b, bootstrap=bootstrap, seed=seed)
+    if comparison.bootstrap is not None:
         ci, method = (comparison.bootstrap.lo, comparison.bootstrap.hi), "bootstrap"
     else:
         ci, method = (comparison.summary.lo, comparison.summary.hi), "normal"
@@ -152,8 +152,11 @@ def _secondary(
 ) -> Secondary:
     _, a, b = aligned(baseline, candidate, metric)
     d = b - a
-    interval = bootstrap_interval(d, resamples=max(bootstrap, 1), seed=seed)
-    return Secondary(metric, float(d.mean()), (interval.lo, interval.hi))
+    if bootstrap > 0:  # the same kind of interval as the headline metric's
+        interval = bootstrap_interval(d, resamples=bootstrap, seed=seed)
+        return Secondary(metric, float(d.mean()), (interval.lo, interval.hi))
+    summary = paired_summary(d)
+    return Secondary(metric, float(d.mean()), (summary.lo, summary.hi))
 
 
 def read_must_never_break(path: str | Path) -> list[tuple[str, str]]:

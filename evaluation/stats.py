@@ -448,7 +448,7 @@ class Comparison:
     """Everything the paired report prints, from one call."""
 
     summary: PairedSummary
-    bootstrap: BootstrapInterval
+    bootstrap: BootstrapInterval | None  # None when no resamples were asked for
     sign_p: float
     t_test: TTest
     permutation: PermutationTest
@@ -472,7 +472,9 @@ class Comparison:
             "ties": s.ties,
             "tie_tolerance": s.tol,
             "verdict": s.verdict,
-            "bootstrap": {"ci": [boot.lo, boot.hi], "resamples": boot.resamples, "seed": boot.seed},
+            "bootstrap": None
+            if boot is None
+            else {"ci": [boot.lo, boot.hi], "resamples": boot.resamples, "seed": boot.seed},
             "sign_test": {"p": self.sign_p},
             "t_test": {
                 "t": _finite_or_none(self.t_test.t),
@@ -502,12 +504,19 @@ def compare_summary(
 
     The bootstrap and the Monte Carlo permutation test each get their own
     ``default_rng(seed)``, so each reproduces its stand-alone call with the same seed.
+    ``bootstrap=0`` skips the bootstrap (``Comparison.bootstrap`` is None): an interval from
+    a handful of resamples would look certain and mean nothing.
     """
     d = paired_differences(a, b)
     summary = paired_summary(d, confidence=confidence, z=z, tol=tol)
+    boot = (
+        bootstrap_interval(d, resamples=bootstrap, confidence=confidence, seed=seed)
+        if bootstrap > 0
+        else None
+    )
     return Comparison(
         summary=summary,
-        bootstrap=bootstrap_interval(d, resamples=bootstrap, confidence=confidence, seed=seed),
+        bootstrap=boot,
         sign_p=sign_test(summary.wins, summary.losses),
         t_test=paired_t_test(d),
         permutation=permutation_test(d, resamples=permutations, seed=seed),

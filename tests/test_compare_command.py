@@ -155,3 +155,22 @@ def test_it_agrees_with_pytrec_eval_on_real_runs(tmp_path: Path) -> None:
     assert report["n"] == len(qrels) == 43
     assert report["mean_diff"] == pytest.approx(sum(diffs) / len(diffs), abs=1e-9)
     assert report["verdict"] == "improvement" and result.returncode == 0
+
+
+def test_it_gives_every_metric_the_normal_interval_without_a_bootstrap(tmp_path: Path) -> None:
+    from scipy.stats import norm
+
+    # recall@100 and hit@5 drop on q03 only (gold absent); nDCG@10 drops on q00-q03.
+    result = run_compare(
+        write_case(tmp_path, [5] * 3 + [0] + [2] * 36), "--format", "json", "--bootstrap", "0"
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    d = np.array([0.0] * 3 + [-1.0] + [0.0] * 36)
+    half = norm.ppf(0.975) * d.std(ddof=1) / np.sqrt(d.size)
+    for name in ("recall@100", "hit@5"):
+        secondary = report["secondary"][name]
+        assert secondary["mean_diff"] == pytest.approx(d.mean(), abs=1e-12)
+        assert secondary["ci"] == pytest.approx([d.mean() - half, d.mean() + half], abs=1e-12)
+    assert report["ci_method"] == "normal"
+    assert report["statistics"]["bootstrap"] is None  # no one-resample "interval"
