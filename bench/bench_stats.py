@@ -80,6 +80,7 @@ def ours_permutation(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 
 def ours_compare(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     summary = compare_summary(a, b, bootstrap=RESAMPLES, seed=SEED)
+    assert summary.bootstrap is not None  # RESAMPLES > 0
     return summary.bootstrap.lo, summary.bootstrap.hi
 
 
