@@ -16,15 +16,19 @@ from typing import Any
 from .sampling_strata import DefinitionError, FailureRule, StrataDefinition
 
 __all__ = [
+    "DEFINITION_OPTIONS",
     "FAILURE_KEYS",
     "add_definition_arguments",
     "definition_from_options",
     "describe_definition",
     "parse_cuts",
     "parse_failure_rule",
+    "requested_definition",
 ]
 
 FAILURE_KEYS = ("zero_result_rate", "reformulation_rate", "abandonment_rate", "min_frequency")
+# The options that carry a value (``mask_pii`` is a switch).
+DEFINITION_OPTIONS = ("cuts", "failures", "reformulation_window")
 
 
 def add_definition_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,6 +74,23 @@ def definition_from_options(
     if reformulation_window is not None and str(reformulation_window).strip():
         settings["reformulation_window"] = _seconds(reformulation_window)
     return StrataDefinition(**settings)
+
+
+def requested_definition(
+    *,
+    cuts: str | None = None,
+    failures: str | None = None,
+    reformulation_window: float | str | None = None,
+    mask_pii: bool = False,
+) -> StrataDefinition | None:
+    """As :func:`definition_from_options`, but None when the options ask for nothing at all
+    (every one left out or blank): the project's definition, or the defaults, then apply."""
+    values = (cuts, failures, reformulation_window)
+    if not mask_pii and all(value is None or not str(value).strip() for value in values):
+        return None
+    return definition_from_options(
+        cuts=cuts, failures=failures, reformulation_window=reformulation_window, mask_pii=mask_pii
+    )
 
 
 def parse_cuts(text: str) -> tuple[float, float]:

@@ -67,6 +67,17 @@ def stored_scheme(project: Project) -> StrataDefinition | None:
     return StrataDefinition.from_dict(scheme.definition) if scheme else None
 
 
+def definition_ignored(
+    project: Project, requested: StrataDefinition | None
+) -> StrataDefinition | None:
+    """The project's fixed definition when `requested` asks for another one, which is then
+    not used (see `definition_for`); None when nothing is ignored."""
+    stored = stored_scheme(project)
+    if requested is None or stored is None or requested == stored:
+        return None
+    return stored
+
+
 def definition_for(query_log: QueryLog) -> StrataDefinition:
     """What a log is read with: the project's definition, else the one asked for at upload.
 

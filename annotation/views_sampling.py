@@ -25,10 +25,11 @@ from .sampling import (
     parse_quotas,
     parse_seed,
 )
-from .sampling_options import definition_from_options, describe_definition
+from .sampling_options import DEFINITION_OPTIONS, describe_definition, requested_definition
 from .services_sampling import (
     SamplingError,
     accepted_message,
+    definition_ignored,
     log_create,
     sample_accept,
     sample_draw,
@@ -36,7 +37,6 @@ from .services_sampling import (
 )
 from .tasks import log_ingest_task
 
-_DEFINITION_FIELDS = ("cuts", "failures", "reformulation_window")
 _DEFINITION_KEPT = (
     "This project's strata definition was fixed by its first log: the cut points, failure "
     "thresholds, reformulation window and privacy option given were not used; the log is "
@@ -70,8 +70,7 @@ def log_list(request: HttpRequest, slug: str) -> HttpResponse:
         except (SamplingError, DefinitionError) as error:
             messages.error(request, str(error))
             return redirect("log_list", slug=slug)
-        stored = stored_scheme(access.project)
-        if requested is not None and stored is not None and requested != stored:
+        if definition_ignored(access.project, requested) is not None:
             messages.warning(request, _DEFINITION_KEPT)
         transaction.on_commit(partial(log_ingest_task.delay, query_log.pk))
         return redirect("log_detail", slug=slug, log_id=query_log.pk)
@@ -88,11 +87,8 @@ def log_list(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _requested_definition(request: HttpRequest) -> StrataDefinition | None:
     """The strata definition the upload form asks for, or None if it asks for none."""
-    texts = {name: request.POST.get(name, "").strip() for name in _DEFINITION_FIELDS}
-    mask_pii = request.POST.get("mask_pii") == "on"
-    if not any(texts.values()) and not mask_pii:
-        return None
-    return definition_from_options(**texts, mask_pii=mask_pii)
+    texts = {name: request.POST.get(name, "") for name in DEFINITION_OPTIONS}
+    return requested_definition(**texts, mask_pii=request.POST.get("mask_pii") == "on")
 
 
 def _log_context(access: Access, query_log: QueryLog) -> dict[str, object]:

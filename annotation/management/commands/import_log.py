@@ -7,19 +7,20 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.cli import project_by_slug
 from annotation.models import LogStatus, QueryLog
-from annotation.sampling import StrataDefinition, check_seed, parse_quotas
+from annotation.sampling import check_seed, parse_quotas
 from annotation.sampling_options import (
+    DEFINITION_OPTIONS,
     add_definition_arguments,
-    definition_from_options,
     describe_definition,
+    requested_definition,
 )
 from annotation.services_sampling import (
     SamplingError,
     accepted_message,
+    definition_ignored,
     log_ingest,
     sample_accept,
     sample_draw,
-    stored_scheme,
 )
 
 
@@ -45,14 +46,16 @@ class Command(BaseCommand):
         project = project_by_slug(options["project"])
         try:
             check_seed(options["seed"], "--seed")
-            requested = _requested_definition(options)
+            requested = requested_definition(
+                **{name: options[name] for name in DEFINITION_OPTIONS}, mask_pii=options["mask_pii"]
+            )
         except ValueError as error:
             raise CommandError(str(error)) from None
         path = Path(options["file"])
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
-        stored = stored_scheme(project)
-        if requested is not None and stored is not None and requested != stored:
+        stored = definition_ignored(project, requested)
+        if stored is not None:
             self.stderr.write(
                 "note: the project's first log fixed its strata definition; the options given "
                 f"are not used. The log is read with: {describe_definition(stored)}."
@@ -101,18 +104,6 @@ class Command(BaseCommand):
                 self.stdout.write(accepted_message(accepted, repr(query_log.project.slug)))
         except (SamplingError, ValueError) as error:
             raise CommandError(str(error)) from error
-
-
-def _requested_definition(options: dict[str, Any]) -> StrataDefinition | None:
-    names = ("cuts", "failures", "reformulation_window")
-    if all(options[name] is None for name in names) and not options["mask_pii"]:
-        return None
-    return definition_from_options(
-        cuts=options["cuts"],
-        failures=options["failures"],
-        reformulation_window=options["reformulation_window"],
-        mask_pii=options["mask_pii"],
-    )
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:

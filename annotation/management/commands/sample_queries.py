@@ -29,9 +29,11 @@ from annotation.sampling import (
     sample_queries,
     stratify,
 )
-from annotation.sampling_options import add_definition_arguments, definition_from_options
-
-_OVERRIDES = ("cuts", "failures", "reformulation_window")
+from annotation.sampling_options import (
+    DEFINITION_OPTIONS,
+    add_definition_arguments,
+    definition_from_options,
+)
 
 
 class Command(BaseCommand):
@@ -150,7 +152,7 @@ def _rate(value: float | None) -> str:
 
 def _definition(options: dict[str, Any]) -> StrataDefinition:
     if options["definition"]:
-        if any(options[name] is not None for name in _OVERRIDES) or options["mask_pii"]:
+        if any(options[name] is not None for name in DEFINITION_OPTIONS) or options["mask_pii"]:
             raise CommandError(
                 "--definition fixes the strata; drop --cuts, --failures, "
                 "--reformulation-window and --mask-pii"
