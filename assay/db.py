@@ -29,8 +29,7 @@ def bulk_insert(
     names = ", ".join(connection.ops.quote_name(c) for c in columns)
     if connection.vendor == "postgresql":
         return _copy(table, names, rows)
-    placeholders = ", ".join(["%s"] * len(columns))
-    sql = f"INSERT INTO {table} ({names}) VALUES ({placeholders})"
+    sql = f"INSERT INTO {table} ({names}) VALUES ({placeholders(len(columns))})"
     count = 0
     iterator = iter(rows)
     with connection.cursor() as cursor:
@@ -49,6 +48,11 @@ def _copy(table: str, names: str, rows: Iterable[Sequence[Any]]) -> int:
                 copy.write_row(row)
                 count += 1
     return count
+
+
+def placeholders(count: int) -> str:
+    """``%s, %s, ...``: one parameter mark per value of an IN list or a row."""
+    return ", ".join(["%s"] * count)
 
 
 def lock_parent(instance: models.Model) -> None:

@@ -18,6 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotation.models import Project
+from assay.db import placeholders
 from pooling.models import Pool
 
 from .assignment import Candidate, pick
@@ -203,7 +204,7 @@ def _in_rotation_order(batch: list[WorkUnit], pool: Pool, user: User) -> list[Wo
     if not half_held:
         return batch
     holders: dict[int, list[int]] = defaultdict(list)
-    sql = _HOLDERS.format(units=_marks(half_held))
+    sql = _HOLDERS.format(units=placeholders(len(half_held)))
     for unit_id, other in _rows(sql, [*half_held, *_HOLDING_STATES, user.pk]):
         holders[unit_id].append(other)
     candidates = [Candidate(u.pk, u.position, tuple(holders.get(u.pk, ()))) for u in batch]
@@ -216,7 +217,7 @@ def _pairings(pool: Pool, user: User, holders: dict[int, list[int]]) -> dict[int
     others = sorted({other for users in holders.values() for other in users})
     if not others:
         return {}
-    sql = _PAIRINGS.format(others=_marks(others))
+    sql = _PAIRINGS.format(others=placeholders(len(others)))
     params = [pool.pk, user.pk, *_HOLDING_STATES, *others, *_HOLDING_STATES]
     return {other: int(n) for other, n in _rows(sql, params)}
 
@@ -224,7 +225,7 @@ def _pairings(pool: Pool, user: User, holders: dict[int, list[int]]) -> dict[int
 # Plain SQL, as `_rows`: a claim of a query someone already judges once runs both, and the ORM
 # spent several milliseconds building them, about half of such a claim's time.
 _HOLDING_STATES = [state.value for state in HOLDING]
-_HOLDING_IN = ", ".join(["%s"] * len(_HOLDING_STATES))
+_HOLDING_IN = placeholders(len(_HOLDING_STATES))
 _HOLDERS = (
     "SELECT c.unit_id, c.user_id FROM judging_claim c WHERE c.unit_id IN ({units})"
     f" AND c.state IN ({_HOLDING_IN}) AND c.user_id <> %s"
@@ -235,10 +236,6 @@ _PAIRINGS = (
     f" AND m.state IN ({_HOLDING_IN})) AND o.user_id IN ({{others}})"
     f" AND o.state IN ({_HOLDING_IN}) GROUP BY o.user_id"
 )
-
-
-def _marks(values: list[int]) -> str:
-    return ", ".join(["%s"] * len(values))
 
 
 def place_take(unit: WorkUnit) -> bool:

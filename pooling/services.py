@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 
 from annotation.models import Document, Project
-from assay.db import bulk_insert
+from assay.db import bulk_insert, placeholders
 from judging.services import work_units_create
 
 from .models import Pool, PoolItem, Run, RunResult
@@ -159,11 +159,11 @@ def _top_rows(
     documents: dict[str, int] = {}
     document = connection.ops.quote_name(Document._meta.db_table)
     result = connection.ops.quote_name(RunResult._meta.db_table)
-    marks = ", ".join(["%s"] * len(runs))
     sql = (
         f"SELECT r.run_id, r.qid, r.docid, r.rank, r.score, d.id FROM {result} AS r "
         f"LEFT JOIN {document} AS d ON d.project_id = %s AND d.docid = r.docid "
-        f"WHERE r.run_id IN ({marks}) AND r.rank <= %s ORDER BY r.run_id, r.qid, r.rank"
+        f"WHERE r.run_id IN ({placeholders(len(runs))}) AND r.rank <= %s "
+        "ORDER BY r.run_id, r.qid, r.rank"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [project.pk, *names, depth])
