@@ -2,7 +2,8 @@
 
 Usage: python bench/bench_judging_load.py [--annotators 32] [--duration 30]
        [--server granian|gunicorn] [--workers N] [--threads N] [--worker-class gthread|sync]
-       [--queries 5000] [--docs-per-query 20] [--reuse] [--output bench/results/judging.md]
+       [--queries 5000] [--docs-per-query 20] [--rates 150,250,300,350] [--reuse]
+       [--output bench/results/judging.md]
 
 What it does, all on 127.0.0.1 and bounded in count and time:
 
@@ -18,6 +19,10 @@ What it does, all on 127.0.0.1 and bounded in count and time:
    connection: one POST that stores the grade and returns the next item's panel. The latency of
    that POST as the client sees it is "submit + next". One thread drives every connection (the
    client shares the machine's cores with the server, so it does as little as it can);
+   with `--rates`, the same annotators again, once per rate, each waiting an exponentially
+   distributed think time between answers so that the rate is what they offer in all (a
+   closed loop with no think time measures the server saturated: its mean latency is the
+   number of annotators over the throughput, whatever the server does);
 4. afterwards checks in SQL that the stored judgments equal the acknowledged submissions, that
    no unit has more holders than judges and that no single-judged item has two judges.
 """
@@ -26,9 +31,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import heapq
 import http.client
 import os
 import platform
+import random
 import re
 import selectors
 import signal
@@ -210,16 +217,46 @@ class Annotator:
             self.sock = None
 
 
-def judge_all(clients: list[Annotator], deadline: float, budget: Budget) -> None:
-    """Drive every annotator from one thread: each sends its next answer as soon as the
-    previous response is in (a closed loop with no think time)."""
+def judge_all(
+    clients: list[Annotator], deadline: float, budget: Budget, think: float = 0.0, seed: int = 7
+) -> None:
+    """Drive every annotator from one thread. With no think time each sends its next answer
+    as soon as the previous response is in (a closed loop); with ``think`` > 0 it first waits
+    an exponentially distributed time of that mean, as a person reading the next document
+    would, so that ``len(clients) / think`` answers per second are offered in all."""
     selector = selectors.DefaultSelector()
+    rng = random.Random(seed)
+    waiting: list[tuple[float, int, Annotator]] = []  # (when, tie-breaker, annotator)
+
+    def send(client: Annotator) -> None:
+        if time.monotonic() < deadline and budget.take() and client.send_answer():
+            selector.register(client.sock, selectors.EVENT_READ, client)  # type: ignore[arg-type]
+        else:
+            client.close()
+
+    def later(client: Annotator) -> None:
+        if think <= 0:
+            send(client)
+        else:
+            due = time.monotonic() + rng.expovariate(1 / think)
+            if due < deadline:
+                heapq.heappush(waiting, (due, id(client), client))
+            else:  # the phase is over before this person would answer again
+                client.close()
+
     for client in clients:
         client.connect()
-        if budget.take() and client.send_answer():
-            selector.register(client.sock, selectors.EVENT_READ, client)  # type: ignore[arg-type]
-    while selector.get_map():
-        for event, _ in selector.select(timeout=30):
+        later(client)
+    while selector.get_map() or waiting:
+        now = time.monotonic()
+        while waiting and waiting[0][0] <= now:
+            send(heapq.heappop(waiting)[2])
+        if not selector.get_map():
+            if waiting:  # everyone is thinking
+                time.sleep(max(0.0, waiting[0][0] - now))
+            continue
+        timeout = max(0.0, waiting[0][0] - now) if waiting else 30.0
+        for event, _ in selector.select(timeout=timeout):
             client = event.data
             try:
                 if not client.receive():
@@ -233,14 +270,11 @@ def judge_all(clients: list[Annotator], deadline: float, budget: Budget) -> None
             if client.closing:
                 client.close()
                 client.connect()
-            if time.monotonic() < deadline and budget.take() and client.send_answer():
-                selector.register(client.sock, selectors.EVENT_READ, client)
-            else:
-                client.close()
+            later(client)
 
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
-CPU_PARTS = ("client", "app", "postgres", "pg background", "other")
+CPU_PARTS = ("client", "app", "postgres", "other")
 
 
 class Budget:
@@ -263,6 +297,7 @@ class Phase:
     acknowledged: int
     errors: list[str]
     cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds by part, whole phase
+    offered: float | None = None  # answers per second offered (None: no think time)
 
     def percentile(self, p: float) -> float:
         ordered = sorted(self.latencies) or [float("nan")]
@@ -276,16 +311,16 @@ class Phase:
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_by_part(server_pid: int, database: str) -> dict[str, float]:
-    """CPU seconds used so far by the load client, the web server, PostgreSQL (the backends serving
-    the benchmark's database, and the server's background processes: WAL writer, checkpointer,
-    autovacuum, the postmaster) and everything else on the machine (other people's work on a
-    shared machine, their PostgreSQL backends included, shows up as "other")."""
-    parts = {"client": sum(os.times()[:2]), "app": 0.0, "postgres": 0.0, "pg background": 0.0}
+def cpu_by_part(server_pid: int) -> dict[str, float]:
+    """CPU seconds used so far by the load client, the web server, PostgreSQL (all its processes:
+    a backend's time moves to the postmaster when it exits, as Django's connections do every
+    `CONN_MAX_AGE` seconds, so backends and background cannot be told apart over a phase) and
+    everything else on the machine (other people's work on a shared machine, their PostgreSQL
+    backends included, shows up under PostgreSQL or "other")."""
+    parts = {"client": sum(os.times()[:2]), "app": 0.0, "postgres": 0.0}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text()
-            title = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
         name = text[text.index("(") + 1 : text.rindex(")")]
@@ -295,10 +330,8 @@ def cpu_by_part(server_pid: int, database: str) -> dict[str, float]:
         used = sum(int(f) for f in fields[11:15]) / TICK
         if pid == server_pid or ppid == server_pid:
             parts["app"] += used
-        elif name == "postgres" and f" {database} " in title:
+        elif name == "postgres":
             parts["postgres"] += used
-        elif name == "postgres" and "(" not in title:  # not a client backend of another database
-            parts["pg background"] += used
     busy = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     total = (sum(int(x) for x in busy[:8]) - int(busy[3]) - int(busy[4])) / TICK
     parts["other"] = total - sum(parts.values())
@@ -306,17 +339,24 @@ def cpu_by_part(server_pid: int, database: str) -> dict[str, float]:
 
 
 def run_phase(
-    port: int, names: list[str], duration: float, server_pid: int, database: str
+    clients: list[Annotator],
+    duration: float,
+    server_pid: int,
+    rate: float | None = None,
 ) -> Phase:
-    clients = [Annotator(port, name) for name in names]
+    """One measured phase. ``rate`` (answers per second offered by all the annotators together)
+    gives each a think time of mean ``len(clients) / rate``; None means no think time."""
     for client in clients:
-        client.log_in()
+        if not client.cookies:
+            client.log_in()
+        client.latencies, client.acknowledged, client.errors = [], 0, []
     budget = Budget(MAX_SUBMISSIONS)
-    before = cpu_by_part(server_pid, database)
+    before = cpu_by_part(server_pid)
     started = time.perf_counter()
-    judge_all(clients, time.monotonic() + duration, budget)
+    think = len(clients) / rate if rate else 0.0
+    judge_all(clients, time.monotonic() + duration, budget, think=think)
     elapsed = time.perf_counter() - started
-    after = cpu_by_part(server_pid, database)
+    after = cpu_by_part(server_pid)
     return Phase(
         cpu={part: after[part] - before[part] for part in after},
         annotators=len(clients),
@@ -324,6 +364,7 @@ def run_phase(
         latencies=[x for c in clients for x in c.latencies],
         acknowledged=sum(c.acknowledged for c in clients),
         errors=[e for c in clients for e in c.errors],
+        offered=rate,
     )
 
 
@@ -515,12 +556,24 @@ def server_line(args: argparse.Namespace, config: dict[str, Any]) -> str:
     )
 
 
-def report(args: argparse.Namespace, solo: Phase, crowd: Phase, verdict: dict[str, int]) -> str:
+def report(
+    args: argparse.Namespace,
+    solo: Phase,
+    crowd: Phase,
+    paced: list[Phase],
+    verdict: dict[str, int],
+) -> str:
     config = server_config(args)
+
+    def pace(p: Phase) -> str:
+        if p.offered is None:
+            return "none"
+        return f"{1000 * p.annotators / p.offered:.0f} ms ({p.offered:.0f}/s offered)"
 
     def row(p: Phase) -> str:
         return (
-            f"| {p.annotators} | {p.seconds:.1f} | {len(p.latencies)} | {p.percentile(50):.1f} | "
+            f"| {p.annotators} | {pace(p)} | {p.seconds:.1f} | {len(p.latencies)} | "
+            f"{p.percentile(50):.1f} | "
             f"{p.percentile(95):.1f} | {p.percentile(99):.1f} | "
             f"{1000 * statistics.fmean(p.latencies or [float('nan')]):.1f} | "
             f"{p.throughput:.0f} | {len(p.errors)} |"
@@ -532,24 +585,25 @@ def report(args: argparse.Namespace, solo: Phase, crowd: Phase, verdict: dict[st
         f"{verdict['pool items']:,} pool items ({args.queries:,} queries x "
         f"{args.docs_per_query} documents); clients: one thread driving one keep-alive "
         "HTTP/1.1 connection per annotator (reopened when a sync worker closes it), "
-        "no think time.",
+        "no think time unless the table gives one (exponentially distributed, that mean).",
         "",
-        "| annotators | seconds | submissions | p50 ms | p95 ms | p99 ms | mean ms | "
+        "| annotators | think time | seconds | submissions | p50 ms | p95 ms | p99 ms | mean ms | "
         "judgments/s | errors |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         row(solo),
         row(crowd),
+        *[row(p) for p in paced],
         "",
         "CPU time per acknowledged submission, by part (ms):",
         "",
-        "| annotators | load client | web server (Django) | PostgreSQL backends | "
-        "PostgreSQL background | other processes |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| annotators | think time | load client | web server (Django) | PostgreSQL | "
+        "other processes |",
+        "|---:|---|---:|---:|---:|---:|",
         *[
-            f"| {p.annotators} | "
+            f"| {p.annotators} | {pace(p)} | "
             + " | ".join(f"{1000 * p.cpu[k] / max(p.acknowledged, 1):.1f}" for k in CPU_PARTS)
             + " |"
-            for p in (solo, crowd)
+            for p in (solo, crowd, *paced)
         ],
         "",
         "| check after the run | value |",
@@ -557,6 +611,13 @@ def report(args: argparse.Namespace, solo: Phase, crowd: Phase, verdict: dict[st
         *[f"| {name} | {value:,} |" for name, value in verdict.items()],
     ]
     return "\n".join(lines) + "\n"
+
+
+def _rates(text: str) -> list[float]:
+    rates = [float(part) for part in text.split(",") if part.strip()]
+    if any(rate <= 0 for rate in rates):
+        raise argparse.ArgumentTypeError("rates are answers per second, above 0")
+    return rates
 
 
 def main() -> None:
@@ -577,6 +638,11 @@ def main() -> None:
     parser.add_argument("--database", default="assay_bench_judging")
     parser.add_argument("--reuse", action="store_true", help="keep the data of the last run")
     parser.add_argument("--output", type=Path)
+    parser.add_argument(
+        "--rates", type=_rates, default=[],
+        help="also measure the annotators with think time, offering these answers/s in all "
+        "(comma-separated, e.g. 150,250,350), one phase each after the no-think-time one",
+    )  # fmt: skip
     parser.add_argument("--setup", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.setup:
@@ -587,16 +653,18 @@ def main() -> None:
     prepare(args, env)
     server = serve(args, env)
     try:
-        names = usernames(args.annotators)
-        solo = run_phase(args.port, names[:1], args.single_duration, server.pid, args.database)
-        crowd = run_phase(args.port, names[1:], args.duration, server.pid, args.database)
+        people = [Annotator(args.port, name) for name in usernames(args.annotators)]
+        solo = run_phase(people[:1], args.single_duration, server.pid)
+        crowd = run_phase(people[1:], args.duration, server.pid)
+        paced = [run_phase(people[1:], args.duration, server.pid, rate=rate) for rate in args.rates]
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
-    verdict = checks(args, solo.acknowledged + crowd.acknowledged)
-    text = report(args, solo, crowd, verdict)
+    acknowledged = sum(p.acknowledged for p in (solo, crowd, *paced))
+    verdict = checks(args, acknowledged)
+    text = report(args, solo, crowd, paced, verdict)
     print(text)
-    for error in (solo.errors + crowd.errors)[:10]:
+    for error in [e for p in (solo, crowd, *paced) for e in p.errors][:10]:
         print("error:", error, file=sys.stderr)
     if args.output:
         args.output.write_text(text)
