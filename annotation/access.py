@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
-from django.shortcuts import get_object_or_404
 
 from .models import Membership, Project, Role
 
@@ -26,16 +25,23 @@ class Access:
         return self.role == Role.LEAD
 
 
+NO_SUCH_PROJECT = "no such project"
+
+
 def project_for_member(request: HttpRequest, slug: str) -> Access:
+    # One message for a project that does not exist and one the user is not a member of: the
+    # API returns it as the 404's detail, and two messages would tell outsiders which exists.
     user = request.user
     if not user.is_authenticated:
-        raise Http404("no such project")
-    project = get_object_or_404(Project, slug=slug)
+        raise Http404(NO_SUCH_PROJECT)
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        raise Http404(NO_SUCH_PROJECT)
     if user.is_superuser:
         return Access(project, Role.LEAD)
     membership = Membership.objects.filter(project=project, user=user).first()
     if membership is None:
-        raise Http404("no such project")
+        raise Http404(NO_SUCH_PROJECT)
     return Access(project, Role(membership.role))
 
 

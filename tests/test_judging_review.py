@@ -1,0 +1,32 @@
+"""Attacks on the judging workflow that were once answered wrongly: each test is the request
+an attacker (an outsider, an annotator, a careless lead) sent and what it must get instead."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from tests.conftest import World
+
+pytestmark = pytest.mark.django_db
+
+
+def api_client(world: World, username: str) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(getattr(world, username))
+    return client
+
+
+def test_the_api_tells_an_outsider_nothing_about_which_projects_exist(world: World) -> None:
+    client = api_client(world, "outsider")
+    for name in ("api_queue", "api_next"):
+        hidden = client.get(reverse(name, args=[world.project.slug]))
+        missing = client.get(reverse(name, args=["no-such-project"]))
+        assert (hidden.status_code, missing.status_code) == (404, 404)
+        assert hidden.json() == missing.json(), name
+    for name in ("api_judgments", "api_protocol_ack"):
+        hidden = client.post(reverse(name, args=[world.project.slug]), {}, format="json")
+        missing = client.post(reverse(name, args=["no-such-project"]), {}, format="json")
+        assert hidden.status_code == missing.status_code == 404
+        assert hidden.json() == missing.json(), name
