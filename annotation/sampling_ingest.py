@@ -359,7 +359,7 @@ def _report(
 ) -> IngestReport:
     bad_ts, max_ts = one(con, "SELECT coalesce(sum(bad_ts), 0), max(max_ts) FROM _per_query")
     (events,) = one(con, "SELECT coalesce(sum(frequency), 0) FROM _stats")
-    malformed = rejects.lines + source.open_quote_lines
+    malformed = rejects.lines + source.blanked_lines
     return IngestReport(
         path=str(source.original),
         log_format=source.log_format,
@@ -404,9 +404,12 @@ def _warnings(
     skipped, first = malformed
     if skipped:
         at = f", the first at line {first}" if first is not None else ""
-        notes.append(
-            f"{skipped} malformed line(s) skipped (wrong number of fields or a quote left open){at}"
+        why = (
+            "not a JSON object"
+            if source.log_format == "jsonl"
+            else "wrong number of fields or a quote left open"
         )
+        notes.append(f"{skipped} malformed line(s) skipped ({why}){at}")
     if source.invalid_utf8_lines:
         notes.append(
             f"{source.invalid_utf8_lines} line(s) with invalid UTF-8: bytes replaced by U+FFFD"

@@ -12,6 +12,8 @@ not see, :func:`late_keys`.
   is blanked and counted. Every line of that copy must come back as a row or a rejected
   line; if some do not, the ingestion fails naming the file and line rather than report a
   count that hides lost rows.
+- A JSON line that is not a JSON object (DuckDB stops at the first one, naming the wrong
+  line): the file is read from a copy in which such lines are blanked and counted.
 
 Either copy is made only when DuckDB reported the problem, so a sound file is read once.
 
@@ -66,19 +68,29 @@ def describe_or_repair(
     except duckdb.OutOfMemoryException:
         raise
     except duckdb.Error as error:
-        if not is_encoding_error(error):
+        copy = _copy_for_error(source, error)
+        if copy == "none":
             raise LogError(f"{path}: {_message(error, source)}") from None
-    # DuckDB's sniffer itself tripped over invalid UTF-8: repair first, then look again.
-    return _describe_copy(con, transcode(source, workdir))
+    # DuckDB's sniffer itself tripped over invalid UTF-8 or a broken JSON line: repair
+    # first, then look again.
+    return _describe_copy(con, transcode(source, workdir, line_safe=copy == "lines"), workdir)
 
 
-def _describe_copy(con: duckdb.DuckDBPyConnection, copy: Source) -> Source:
-    """:func:`describe` a repaired copy; whatever still fails is the file's fault."""
+def _describe_copy(con: duckdb.DuckDBPyConnection, copy: Source, workdir: Path) -> Source:
+    """:func:`describe` a repaired copy; whatever still fails is the file's fault.
+
+    A copy with only its UTF-8 repaired may still hold a broken JSON line: then the
+    one-record-per-line copy is described instead.
+    """
     try:
         return describe(con, copy)
     except duckdb.OutOfMemoryException:
         raise
     except duckdb.Error as error:
+        if _copy_for_error(copy, error) == "lines":
+            return _describe_copy(con, transcode(copy, workdir, line_safe=True), workdir)
+        if copy.data_lines == 0:  # nothing left to describe: every line was malformed
+            raise LogError(f"{copy.original}: {_no_rows(copy, Rejects())}") from None
         raise LogError(f"{copy.original}: {_message(error, copy)}") from None
 
 
@@ -118,13 +130,14 @@ def read_events(
     """The one pass over the file (again over a repaired copy if need be), then the dictionary."""
     rejects, copy = _scan(con, run, source, read)
     if copy != "none":
-        repaired = _describe_copy(con, transcode(source, workdir, line_safe=copy == "lines"))
+        repaired = transcode(source, workdir, line_safe=copy == "lines")
+        repaired = _describe_copy(con, repaired, workdir)
         # The copy is read for the same columns (for JSON, the keys chosen, not those sampled).
         return read_events(con, run, replace(repaired, columns=source.columns), read, workdir)
     if source.copy == "lines":
         _check_accounted(con, source, rejects)
     if one(con, "SELECT count(*) FROM _events")[0] == 0:
-        raise LogError(f"{source.original}: no rows after the header")
+        raise LogError(f"{source.original}: {_no_rows(source, rejects)}")
     run(dictionary_sql(), 0.35, 0.42, "counting distinct queries")
     return source, rejects
 
@@ -155,9 +168,18 @@ def _copy_for_error(source: Source, error: duckdb.Error) -> Copy:
     if source.log_format in ("csv", "tsv") and "state machine" in text:
         # Line endings DuckDB's CSV reader cannot follow (CR LF and LF mixed, a stray CR).
         return "lines" if source.copy != "lines" else "none"
+    if source.log_format == "jsonl" and _broken_json(error):
+        return "lines" if source.copy != "lines" else "none"
     if is_encoding_error(error):
         return "utf8" if source.copy == "none" else "none"
     return "none"
+
+
+def _broken_json(error: duckdb.Error) -> bool:
+    """Whether DuckDB gave up on a JSON line that does not parse or is not an object."""
+    text = str(error).lower()
+    signs = ("malformed json", "expected records", "expected object", "non-record json")
+    return any(sign in text for sign in signs)
 
 
 def _copy_for_rejects(source: Source, rejects: Rejects) -> Copy:
@@ -220,8 +242,16 @@ def late_keys(
     return fields, used, found
 
 
+def _no_rows(source: Source, rejects: Rejects) -> str:
+    malformed = rejects.lines + source.blanked_lines
+    if malformed:
+        first = first_bad_line(source, rejects)
+        return f"no readable rows: {malformed} malformed line(s), the first at line {first}"
+    return "no rows" if source.log_format == "jsonl" else "no rows after the header"
+
+
 def first_bad_line(source: Source, rejects: Rejects) -> int | None:
-    lines = [n for n in (rejects.first, source.first_open_quote_line) if n is not None]
+    lines = [n for n in (rejects.first, source.first_blanked_line) if n is not None]
     return min(lines, default=None)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -141,11 +142,12 @@ class Source:
     ``path`` is what DuckDB reads: the original file, or a repaired copy (``copy`` says
     which, :func:`transcode` how it is made). ``invalid_utf8_lines`` counts the lines whose
     invalid UTF-8 a copy replaced; a one-record-per-line copy also counts the lines it
-    blanked because they leave a quote open (``open_quote_lines``, the first of them being
-    ``first_open_quote_line``) and the non-blank lines it kept after the header
-    (``data_lines``). ``skip`` is the number of blank lines before the header. ``types`` are
-    the sniffed column types; text formats are read as text and converted field by field, so
-    a malformed value becomes null instead of costing its row.
+    blanked as malformed (a CSV line leaving a quote open, a JSON line that is not an
+    object: ``blanked_lines``, the first of them being ``first_blanked_line``) and the
+    non-blank lines it kept after the header (``data_lines``). ``skip`` is the number of
+    blank lines before the header. ``types`` are the sniffed column types; text formats are
+    read as text and converted field by field, so a malformed value becomes null instead of
+    costing its row.
     """
 
     original: Path
@@ -158,8 +160,8 @@ class Source:
     skip: int = 0
     copy: Copy = "none"
     invalid_utf8_lines: int = 0
-    open_quote_lines: int = 0
-    first_open_quote_line: int | None = None
+    blanked_lines: int = 0
+    first_blanked_line: int | None = None
     data_lines: int | None = None
 
     def relation(self, *, store_rejects: bool = False) -> str:
@@ -175,8 +177,8 @@ class Source:
         columns = ", ".join(f"{sql_string(name)}: 'VARCHAR'" for name in self.columns)
         if self.log_format == "jsonl":
             return (
-                f"read_json({path}, format='newline_delimited', compression={compression}, "
-                f"columns={{{columns}}})"
+                f"read_json({path}, format='newline_delimited', records='true', "
+                f"compression={compression}, columns={{{columns}}})"
             )
         return (
             f"read_csv({path}, {self._dialect()}, compression={compression}, "
@@ -199,7 +201,12 @@ class Source:
         if self.log_format == "parquet":
             return f"read_parquet({path})"
         if self.log_format == "jsonl":
-            return f"read_json({path}, format='newline_delimited', compression={compression})"
+            # Records only: one line that is not an object must be an error (and be skipped
+            # by a repaired copy), not turn the whole file into a single column of values.
+            return (
+                f"read_json({path}, format='newline_delimited', records='true', "
+                f"compression={compression})"
+            )
         return f"read_csv({path}, {self._dialect()}, compression={compression}, ignore_errors=true)"
 
 
@@ -223,8 +230,7 @@ def locate(path: Path, log_format: LogFormat | None) -> Source:
     """Format, compression and delimiter of ``path``, from its name and first bytes."""
     if not path.is_file():
         raise LogError(f"{path}: no such file")
-    with path.open("rb") as probe:
-        gzipped = probe.read(2) == _GZIP_MAGIC
+    gzipped = _is_gzip(path)
     chosen = log_format or _format_from_name(path)
     if chosen == "parquet" and gzipped:
         raise LogError(f"{path}: a gzipped Parquet file; Parquet compresses itself, unzip it")
@@ -288,6 +294,11 @@ def _format_from_name(path: Path) -> LogFormat:
     )
 
 
+def _is_gzip(path: Path) -> bool:
+    with path.open("rb") as probe:
+        return probe.read(2) == _GZIP_MAGIC
+
+
 def _open(path: Path, gzipped: bool) -> IO[bytes]:
     # The caller closes the stream; it is a context manager either way.
     return cast(IO[bytes], gzip.open(path, "rb")) if gzipped else path.open("rb")
@@ -328,11 +339,16 @@ def transcode(source: Source, directory: Path, *, line_safe: bool = False) -> So
 
     Only called when DuckDB reported a problem, so the common case pays nothing. The copy is
     uncompressed and lives in the ingestion's private temporary directory. With
-    ``line_safe`` (CSV and TSV) the copy also holds one record per line: line breaks become
-    LF whatever they were (CR LF, LF or a lone CR, mixed), and a line that leaves a quoted
-    value open is blanked and counted, so that it cannot swallow the lines after it. Line
-    numbers stay those of the original.
+    ``line_safe`` the copy also holds one record per line: line breaks become LF whatever
+    they were (CR LF, LF or a lone CR, mixed), and a malformed line is blanked and counted:
+    in CSV a line that leaves a quoted value open, so that it cannot swallow the lines after
+    it; in JSON lines a line that is not a JSON object, which DuckDB would otherwise make
+    fatal to the whole file. Line numbers stay those of the original.
     """
+    # The original's compression, not the source's: ``source`` may be a copy already.
+    source = replace(source, gzipped=_is_gzip(source.original))
+    if line_safe and source.log_format == "jsonl":
+        return _json_lines_copy(source, directory / "lines.log")
     if line_safe:
         return _line_safe_copy(source, directory / "lines.log")
     target = directory / "repaired.log"
@@ -380,10 +396,55 @@ def _line_safe_copy(source: Source, target: Path) -> Source:
         gzipped=False,
         copy="lines",
         invalid_utf8_lines=damaged,
-        open_quote_lines=blanked,
-        first_open_quote_line=first_blanked,
+        blanked_lines=blanked,
+        first_blanked_line=first_blanked,
         data_lines=kept,
     )
+
+
+def _json_lines_copy(source: Source, target: Path) -> Source:
+    damaged = blanked = kept = 0
+    first_blanked: int | None = None
+    with (
+        _open(source.original, source.gzipped) as stream,
+        target.open("w", encoding="utf-8", newline="\n") as out,
+    ):
+        text = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline=None)
+        for number, line in enumerate(text, start=1):
+            line = line.removesuffix("\n")
+            if number == 1:
+                line = line.removeprefix("\ufeff")
+            if _has_undecodable(line):
+                damaged += 1
+                line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            if line.strip() and not _json_object(line):
+                blanked += 1
+                first_blanked = first_blanked or number
+                line = ""
+            kept += bool(line.strip())
+            out.write(line + "\n")
+    return replace(
+        source,
+        path=target,
+        gzipped=False,
+        copy="lines",
+        invalid_utf8_lines=damaged,
+        blanked_lines=blanked,
+        first_blanked_line=first_blanked,
+        data_lines=kept,
+    )
+
+
+def _json_object(line: str) -> bool:
+    """Whether a line is one JSON object (NaN and Infinity are not JSON, so not either)."""
+    try:
+        return isinstance(json.loads(line, parse_constant=_not_json), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _not_json(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _closed_fields(delimiter: str) -> Callable[[str], bool]:

@@ -32,14 +32,25 @@ def upload(world: World, capture, content: bytes, name: str) -> tuple[int, Query
     return response.status_code, QueryLog.objects.filter(project=world.project).latest("pk")
 
 
-def test_it_fails_a_jsonl_log_with_invalid_utf8_and_a_malformed_line(
+def test_it_reads_a_jsonl_log_with_invalid_utf8_and_a_malformed_line(
     world: World, django_capture_on_commit_callbacks
 ) -> None:
     content = b'{"query":"caf\xe9"}\n{"query":"ok"}\n{"query": broken\n'
     status, query_log = upload(world, django_capture_on_commit_callbacks, content, "log.jsonl")
     assert status == 302
+    assert query_log.status == LogStatus.DONE
+    report = query_log.report or {}
+    assert (report["rows"], report["malformed_rows"], report["invalid_utf8_lines"]) == (2, 1, 1)
+
+
+def test_it_fails_a_jsonl_log_of_malformed_lines_naming_the_upload(
+    world: World, django_capture_on_commit_callbacks
+) -> None:
+    content = b'{"query": broken\nnot json either\n'
+    status, query_log = upload(world, django_capture_on_commit_callbacks, content, "log.jsonl")
+    assert status == 302
     assert query_log.status == LogStatus.FAILED
-    assert query_log.error.startswith("log.jsonl: ") and "Malformed JSON" in query_log.error
+    assert query_log.error.startswith("log.jsonl: no readable rows: 2 malformed line(s)")
     assert "media" not in query_log.error  # the upload's stored name is not shown
 
 

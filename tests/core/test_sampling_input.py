@@ -157,13 +157,24 @@ def test_it_finds_the_header_after_leading_blank_lines(
 # --------------------------------------------------------------------------- JSON lines
 
 
-def test_it_explains_a_malformed_json_line_in_a_log_with_invalid_utf8(tmp_path: Path) -> None:
-    # Invalid UTF-8 sends the file through a repaired copy; the malformed line must still
-    # give a LogError naming the uploaded file, not an exception about a temporary copy.
-    data = b'{"query":"caf\xe9"}\n{"query":"ok"}\n{"query": broken\n'
-    with pytest.raises(LogError, match=r"log\.jsonl: .*Malformed JSON") as raised:
-        ingest(write(tmp_path / "log.jsonl", data))
-    assert "repaired" not in str(raised.value)
+@pytest.mark.parametrize("gz", [False, True])
+def test_it_skips_a_malformed_json_line_in_a_log_with_invalid_utf8(
+    tmp_path: Path, gz: bool
+) -> None:
+    # Invalid UTF-8 and a malformed line, both repaired in one copy: the bytes replaced, the
+    # line skipped and counted by its own number.
+    data = b'{"query":"caf\xe9"}\n{"query":"ok"}\n{"query": broken\n{"query":"last"}\n'
+    stats = ingest(write(tmp_path / ("log.jsonl.gz" if gz else "log.jsonl"), data, gz))
+    report = stats.report
+    assert report is not None
+    assert (report.rows, report.malformed_rows, report.invalid_utf8_lines) == (3, 1, 1)
+    assert set(stats.query) == {"caf\ufffd", "ok", "last"}
+    assert any("line 3" in warning for warning in report.warnings)
+
+
+def test_it_refuses_a_json_log_whose_every_line_is_malformed(tmp_path: Path) -> None:
+    with pytest.raises(LogError, match=r"log\.jsonl: no readable rows: 2 malformed .* line 1"):
+        ingest(write(tmp_path / "log.jsonl", b"not json\n[1]\n"))
 
 
 # --------------------------------------------------------------------------- Parquet types
