@@ -7,6 +7,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.permissions import IsAuthenticated
 
 from annotation import views as annotation_views
 from annotation import views_protocol as protocol_views
@@ -80,7 +81,12 @@ urlpatterns = [
         views_sampling.sample_accept_view,
         name="sample_accept",
     ),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    # Signed-in users only, as documented (drf-spectacular serves it to anyone by default).
+    path(
+        "api/schema/",
+        SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]),
+        name="api_schema",
+    ),
     path("api/token/", obtain_auth_token, name="api_token"),
     path("api/projects/<slug:slug>/queue/", judging_api.QueueView.as_view(), name="api_queue"),
     path("api/projects/<slug:slug>/next/", judging_api.NextView.as_view(), name="api_next"),

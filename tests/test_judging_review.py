@@ -30,3 +30,8 @@ def test_the_api_tells_an_outsider_nothing_about_which_projects_exist(world: Wor
         missing = client.post(reverse(name, args=["no-such-project"]), {}, format="json")
         assert hidden.status_code == missing.status_code == 404
         assert hidden.json() == missing.json(), name
+
+
+def test_the_schema_is_for_signed_in_users_only(world: World) -> None:
+    assert APIClient().get(reverse("api_schema")).status_code in (401, 403)
+    assert api_client(world, "alice").get(reverse("api_schema")).status_code == 200
