@@ -38,6 +38,9 @@ from .services import SHOWN_ITEM_COLUMNS, TOUCH_EVERY, item_from_row
 
 # Kinds this path stores: an undo needs the item's previous answer and goes the general way.
 FAST_KINDS = (Kind.GRADE, Kind.UNSURE, Kind.SKIP)
+# The largest id a bigint parameter holds: the URL accepts any run of digits, and a larger id
+# (which names no item) cannot even be sent; the general path answers it with a 404.
+MAX_ID = 2**63 - 1
 
 
 def compact(sql: str) -> str:
@@ -182,7 +185,7 @@ def submit_and_next(
 
     None means nothing was stored: the general path must handle this request.
     """
-    if kind not in FAST_KINDS or not enabled():
+    if kind not in FAST_KINDS or not enabled() or not 0 < item_id <= MAX_ID:
         return None
     now = now or timezone.now()
     params = {

@@ -7,7 +7,9 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from judging.models import Judgment
 from tests.conftest import World
+from tests.judging_helpers import form_key, judge_page
 
 pytestmark = pytest.mark.django_db
 
@@ -35,3 +37,14 @@ def test_the_api_tells_an_outsider_nothing_about_which_projects_exist(world: Wor
 def test_the_schema_is_for_signed_in_users_only(world: World) -> None:
     assert APIClient().get(reverse("api_schema")).status_code in (401, 403)
     assert api_client(world, "alice").get(reverse("api_schema")).status_code == 200
+
+
+def test_an_item_id_beyond_any_database_id_is_not_found(world: World) -> None:
+    client = world.client_for(world.alice)
+    html = judge_page(client, world.project.slug)  # signed in and holding a query
+    for item_id in (2**63, 10**30):
+        url = reverse("judge_submit", args=[world.project.slug, item_id])
+        data = {"grade": "1", "kind": "grade", "seconds": "2", "key": form_key(html)}
+        response = client.post(url, data, headers={"HX-Request": "true"})
+        assert response.status_code == 404
+    assert not Judgment.objects.exists()
