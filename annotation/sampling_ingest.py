@@ -170,7 +170,7 @@ def _ingest(
         run = _Runner(con, on_progress)
         run.report(0.0, "reading the log")
         source = describe_or_repair(con, path, log_format, workdir)
-        mapping = columns or ColumnMap()
+        mapping = (columns or ColumnMap()).matched(source.columns)
         fields, used = field_sql(source, mapping)
         found = source.columns
         unseen = tuple(name for name, column in used.items() if column not in found)

@@ -131,8 +131,30 @@ class ColumnMap:
     def column(self, name: Field) -> str:
         return self.names.get(name, name)
 
+    def matched(self, found: Sequence[str]) -> ColumnMap:
+        """This mapping, with every column not ``found`` under its exact name matched to the
+        one column found whose name differs only in case, spacing, ``-`` or ``_``.
+
+        Exports write ``Query`` or ``Session ID`` as readily as ``query`` and ``session_id``;
+        refusing them would make people rename columns for nothing. An exact name wins, and
+        two loose matches match neither (the error then lists the columns found).
+        """
+        names = dict(self.names)
+        for name in FIELDS:
+            column = self.column(name)
+            if column in found:
+                continue
+            alike = [other for other in found if _loose(other) == _loose(column)]
+            if len(alike) == 1:
+                names[name] = alike[0]
+        return ColumnMap(names)
+
     def explicit(self, name: Field) -> bool:
         return name in self.names
+
+
+def _loose(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "_", name.strip().casefold())
 
 
 @dataclass(frozen=True)
@@ -257,7 +279,9 @@ def _header(path: Path, line: str, delimiter: str, quoted: bool) -> tuple[str, .
     except csv.Error as error:
         raise LogError(f"{path}: cannot read the header line ({error})") from None
     names = [name.strip() or f"column{i}" for i, name in enumerate(names)]
-    duplicates = sorted({name for name in names if names.count(name) > 1})
+    # DuckDB compares names regardless of case: "Query" and "query" are one name to it.
+    folded = [name.casefold() for name in names]
+    duplicates = sorted({name for name in names if folded.count(name.casefold()) > 1})
     if duplicates:
         raise LogError(f"{path}: duplicate column name(s) in the header: {', '.join(duplicates)}")
     return tuple(names)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from annotation.sampling import EngineSettings, LogStats, ingest_log
+from annotation.sampling import EngineSettings, LogError, LogStats, ingest_log
 
 
 def ingest(path: Path, **kwargs: Any) -> LogStats:
@@ -44,3 +44,57 @@ def test_it_skips_and_counts_a_malformed_json_line_naming_it(
     assert (report.rows, report.malformed_rows) == (39, 1)
     assert set(stats.query) == {f"q{n}" for n in range(1, 41) if n != 7}
     assert any("line 7" in warning for warning in report.warnings), report.warnings
+
+
+# --------------------------------------------------------------------------- column names
+
+
+@pytest.mark.parametrize(
+    ("name", "header"),
+    [
+        ("log.csv", "\ufeffQuery , Session ID,TIMESTAMP,Result-Count,Clicked\r\n"),
+        ("log.tsv", "QUERY\tsession_id\tTimestamp\tresult_count\tclicked\n"),
+    ],
+)
+def test_it_recognises_column_names_whatever_their_case_and_spacing(
+    tmp_path: Path, name: str, header: str
+) -> None:
+    # Exports name columns "Query" or "Session ID" as readily as "query" and "session_id".
+    sep = "\t" if name.endswith(".tsv") else ","
+    rows = [
+        ["exprot csv", "s1", "1700000000", "0", "0"],
+        ["export csv", "s1", "1700000010", "4", "1"],
+    ]
+    path = tmp_path / name
+    path.write_text(header + "".join(sep.join(row) + "\n" for row in rows), encoding="utf-8")
+    stats = ingest(path)
+    assert stats.report is not None
+    assert set(stats.report.columns_used) == {
+        "query", "session_id", "timestamp", "result_count", "clicked",
+    }  # fmt: skip
+    assert stats.record(0).query == "export csv" and stats.record(0).zero_result_rate == 0.0
+    assert stats.record(1).reformulation_rate == 1.0
+
+
+def test_it_recognises_a_json_key_whatever_its_case(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"Query": "a", "SessionID": 1}\n{"Query": "b"}\n', encoding="utf-8")
+    assert set(ingest(path).query) == {"a", "b"}
+
+
+def test_it_prefers_the_exact_name_to_a_loose_match(tmp_path: Path) -> None:
+    path = tmp_path / "log.csv"
+    path.write_text("query,Session ID,session-id\na,1,2\n", encoding="utf-8")
+    stats = ingest(path)  # two loose matches: neither is taken
+    assert stats.report is not None and "session_id" not in stats.report.columns_used
+    path.write_text("query,Session ID,session_id\na,1,2\n", encoding="utf-8")
+    stats = ingest(path)
+    assert stats.report is not None and stats.report.columns_used["session_id"] == "session_id"
+
+
+def test_it_refuses_two_columns_whose_names_differ_only_by_case(tmp_path: Path) -> None:
+    # DuckDB compares names regardless of case: say so rather than pass on its binder error.
+    path = tmp_path / "log.csv"
+    path.write_text("Query,query\nupper,lower\n", encoding="utf-8")
+    with pytest.raises(LogError, match=r"duplicate column name.*Query, query"):
+        ingest(path)
