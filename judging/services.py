@@ -201,6 +201,8 @@ class Answer:
             raise BadAnswer("kind must be grade, unsure, skip or undo")
         value = _grade(grade) if kind == Kind.GRADE else None
         note = (note or "").strip()[:MAX_NOTE]
+        if "\x00" in note:  # PostgreSQL's text cannot hold it: refused, not a server error
+            raise BadAnswer("the note cannot contain NUL characters")
         if kind == Kind.SKIP and not note:
             raise BadAnswer("say why you skip this item (for example: the document is broken)")
         return cls(kind=kind, grade=value, note=note, seconds=_seconds(seconds))

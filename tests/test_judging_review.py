@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from judging.models import Judgment
 from tests.conftest import World
-from tests.judging_helpers import form_key, judge_page
+from tests.judging_helpers import answer, form_key, judge_page
 
 pytestmark = pytest.mark.django_db
 
@@ -47,4 +47,11 @@ def test_an_item_id_beyond_any_database_id_is_not_found(world: World) -> None:
         data = {"grade": "1", "kind": "grade", "seconds": "2", "key": form_key(html)}
         response = client.post(url, data, headers={"HX-Request": "true"})
         assert response.status_code == 404
+    assert not Judgment.objects.exists()
+
+
+def test_a_note_with_a_nul_character_is_refused_not_a_server_error(world: World) -> None:
+    client = world.client_for(world.alice)
+    html = judge_page(client, world.project.slug)
+    answer(client, world.project.slug, html, kind="skip", note="broken\x00page", status=400)
     assert not Judgment.objects.exists()
