@@ -41,7 +41,9 @@ Definitions (per normalised query; its "events" are the log lines with that quer
   (whitespace-separated token of the normalised text) or their Levenshtein distance is at
   most ``min(2, ceil(0.3 * L))`` with L the longer length (one-letter typos in short
   queries count, unrelated two-letter queries do not). The rate is over the query's events
-  that have a session and a timestamp. The default window, 5 minutes, is long enough to read
+  that have a session and a timestamp. Epoch timestamps may be in seconds, milliseconds,
+  microseconds or nanoseconds: the typical size of the log's times tells which, and the
+  window is converted into that unit. The default window, 5 minutes, is long enough to read
   a result page and come back, short enough that a new need later in the session is not
   taken for a rephrasing;
 - ``abandonment_rate``: share of those same events after which the session has no click:
@@ -57,7 +59,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -182,13 +183,15 @@ def _ingest(
         if unseen:
             fields, used, found = late_keys(con, replace(source, columns=found), mapping, read)
         screened, by_hash = _screen(con, run, rule, path)
-        for statement in per_query_sql(fields, rule.reformulation_window, by_hash):
+        # Timestamps stay in their unit; the window is converted into it instead.
+        unit = _epoch_unit(con)
+        for statement in per_query_sql(fields, rule.reformulation_window * unit[0], by_hash):
             run(statement, 0.55, 0.88, "following sessions")
         for statement in reform_sql():
             run(statement, 0.88, 0.96, "testing reformulations")
         run(stats_sql(fields), 0.96, 0.99, "summarising")
         report = _report(
-            con, replace(source, columns=found), used, rejects, screened, rule, started
+            con, replace(source, columns=found), used, rejects, screened, rule, started, unit
         )
         # Ids follow query-text order: sorting integers spares sorting a million strings.
         stats = fetch_stats(con, "_stats", "nid", set(stats_columns(fields)), report)
@@ -356,8 +359,9 @@ def _report(
     screened: _Screened,
     rule: StrataDefinition,
     started: float,
+    unit: tuple[float, str],
 ) -> IngestReport:
-    bad_ts, max_ts = one(con, "SELECT coalesce(sum(bad_ts), 0), max(max_ts) FROM _per_query")
+    (bad_ts,) = one(con, "SELECT coalesce(sum(bad_ts), 0) FROM _per_query")
     (events,) = one(con, "SELECT coalesce(sum(frequency), 0) FROM _stats")
     malformed = rejects.lines + source.blanked_lines
     return IngestReport(
@@ -377,7 +381,7 @@ def _report(
         pii=screened.pii,
         pii_excluded_events=screened.pii_excluded_events,
         warnings=_warnings(
-            source, used, (malformed, first_bad_line(source, rejects)), int(bad_ts), max_ts
+            source, used, (malformed, first_bad_line(source, rejects)), int(bad_ts), unit
         )
         + _nul_warning(screened.nul_lines),
         seconds=time.perf_counter() - started,
@@ -390,7 +394,7 @@ def _warnings(
     used: Mapping[str, str],
     malformed: tuple[int, int | None],
     bad_ts: int,
-    max_ts: float | None,
+    unit: tuple[float, str],
 ) -> tuple[str, ...]:
     notes = []
     if "session_id" not in used or "timestamp" not in used:
@@ -416,12 +420,33 @@ def _warnings(
         )
     if bad_ts:
         notes.append(f"{bad_ts} timestamp(s) could not be parsed and were treated as missing")
-    if max_ts is not None and not math.isnan(max_ts) and max_ts > 1e11:
-        notes.append(
-            "timestamps look like milliseconds: numeric timestamps are read as epoch seconds, "
-            "so the reformulation window is effectively 1000 times shorter"
-        )
+    if unit[0] != 1:
+        notes.append(f"numeric timestamps read as epoch {unit[1]}: their size says so")
     return tuple(notes)
+
+
+# Epoch times of this century are about 1.7e9 in seconds, 1.7e12 in milliseconds and so on:
+# a typical time above 1e11 (the year 5138 in seconds) cannot be seconds.
+_EPOCH_UNITS = (
+    (1e17, 1e9, "nanoseconds"),
+    (1e14, 1e6, "microseconds"),
+    (1e11, 1e3, "milliseconds"),
+)
+
+
+def _epoch_unit(con: duckdb.DuckDBPyConnection) -> tuple[float, str]:
+    """Units per second of the log's timestamps, and the unit's name, from their size.
+
+    Exports write epoch milliseconds as often as seconds; read as seconds they would make
+    the reformulation window a thousand times shorter. The median of the queries' latest
+    times decides, so that a few wild values cannot change the unit of the whole log; ISO
+    8601 times are converted to seconds and count as seconds.
+    """
+    (typical,) = one(con, "SELECT median(max_ts) FROM _norms WHERE NOT isnan(max_ts)")
+    for bound, per_second, name in _EPOCH_UNITS:
+        if typical is not None and typical > bound:
+            return per_second, name
+    return 1.0, "seconds"
 
 
 def _nul_warning(lines: int) -> tuple[str, ...]:

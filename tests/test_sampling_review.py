@@ -98,3 +98,32 @@ def test_it_refuses_two_columns_whose_names_differ_only_by_case(tmp_path: Path) 
     path.write_text("Query,query\nupper,lower\n", encoding="utf-8")
     with pytest.raises(LogError, match=r"duplicate column name.*Query, query"):
         ingest(path)
+
+
+# --------------------------------------------------------------------------- timestamps
+
+
+@pytest.mark.parametrize(("unit", "factor"), [("s", 1), ("ms", 1000), ("us", 1_000_000)])
+def test_it_reads_epoch_timestamps_in_their_own_unit(
+    tmp_path: Path, unit: str, factor: int
+) -> None:
+    # "exprot csv" then, 20 s later, "export csv": a reformulation in any unit. Read as
+    # seconds, 20,000 ms would be 5.5 hours: past the window, and the rate would be 0.
+    t = 1_700_000_000
+    rows = [
+        ("exprot csv", "s1", t, 0),
+        ("export csv", "s1", t + 20, 1),
+        ("export csv", "s2", t + 500, 1),
+        ("pricing", "s2", t + 1000, 1),
+    ]
+    lines = ["query,session_id,timestamp,clicked"]
+    lines += [f"{q},{s},{ts * factor},{c}" for q, s, ts, c in rows]
+    path = tmp_path / f"log-{unit}.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    stats = ingest(path)
+    by_query = {record.query: record for record in stats.records()}
+    assert by_query["exprot csv"].reformulation_rate == 1.0
+    assert by_query["export csv"].reformulation_rate == 0.0
+    assert stats.report is not None
+    noted = [w for w in stats.report.warnings if "epoch" in w]
+    assert bool(noted) == (factor != 1), stats.report.warnings
