@@ -154,11 +154,15 @@ def check_seed(seed: int, name: str = "the seed", shown: str | None = None) -> i
 def parse_quotas(text: str) -> dict[StratumName, int]:
     """Parse ``head=60,torso=90,tail=120,failures=30``; strata left out get a quota of 0."""
     quotas: dict[StratumName, int] = dict.fromkeys(STRATA, 0)
+    seen: set[str] = set()
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, _, value = item.partition("=")
         name = name.strip()
         if name not in quotas:
             raise ValueError(f"unknown stratum {name!r} in quota; use {', '.join(STRATA)}")
+        if name in seen:  # "head=1,head=2" is a typo, not a quota: say so rather than guess
+            raise ValueError(f"the quota for {name} is given twice")
+        seen.add(name)
         try:
             count = int(value)
         except ValueError:

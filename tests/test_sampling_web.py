@@ -146,6 +146,9 @@ def test_it_imports_a_log_and_samples_from_the_command_line(
         "--accept", stdout=out,
     )  # fmt: skip
     assert "head" in out.getvalue() and "queries added" in out.getvalue()
+    # Each stratum's draw is reported, a quota the stratum cannot fill included.
+    assert "  head      quota    1, drew    1 of 1 (0 already in the project)" in out.getvalue()
+    assert "  torso     quota    0, drew    0 of 1" in out.getvalue()
     sample = QuerySample.objects.get()
     # 17 events (the e-mail query is excluded); thirds end at 5.67 and 11.33. 'pricing' (6)
     # alone holds more than a third, but the most frequent query is always head. 'reset

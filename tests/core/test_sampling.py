@@ -547,7 +547,7 @@ def test_it_excludes_queries_already_in_the_project() -> None:
 
 def test_it_parses_quotas() -> None:
     assert parse_quotas("head=60, tail=120") == {"head": 60, "torso": 0, "tail": 120, "failures": 0}
-    for bad in ("body=3", "head=x", "head=-1"):
+    for bad in ("body=3", "head=x", "head=-1", "head=1,head=2"):
         with pytest.raises(ValueError):
             parse_quotas(bad)
 

@@ -99,6 +99,12 @@ class Command(BaseCommand):
                 weighted=options["weighted"],
             )
             self.stdout.write(f"sample #{sample.pk}: {len(sample.drawn)} queries")
+            for draw in sample.draws:
+                short = f", short by {draw['shortfall']}" if draw["shortfall"] else ""
+                self.stdout.write(
+                    f"  {draw['stratum']:<9} quota {draw['quota']:>4}, drew {draw['drawn']:>4} of "
+                    f"{draw['population']} ({draw['excluded']} already in the project){short}"
+                )
             if options["accept"]:
                 accepted = sample_accept(sample=sample)
                 self.stdout.write(accepted_message(accepted, repr(query_log.project.slug)))
