@@ -21,6 +21,7 @@ from annotation.services_protocol import protocol_ack
 from .access import pool_or_404
 from .models import Judgment, Kind
 from .services import (
+    MAX_NOTE,
     Answer,
     JudgingError,
     NoSuchItem,
@@ -98,7 +99,7 @@ class JudgmentIn(serializers.Serializer):
     item = serializers.IntegerField()
     kind = serializers.ChoiceField(choices=Kind.values, default=Kind.GRADE)
     grade = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=3)
-    note = serializers.CharField(required=False, allow_blank=True, default="")
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_NOTE)
     seconds_spent = serializers.FloatField(required=False, default=0.0, min_value=0)
     idempotency_key = serializers.UUIDField()
 

@@ -200,7 +200,9 @@ class Answer:
         if kind not in Kind.values:
             raise BadAnswer("kind must be grade, unsure, skip or undo")
         value = _grade(grade) if kind == Kind.GRADE else None
-        note = (note or "").strip()[:MAX_NOTE]
+        note = (note or "").strip()
+        if len(note) > MAX_NOTE:  # refused, not cut: the stored note is what was sent or nothing
+            raise BadAnswer(f"the note is too long: at most {MAX_NOTE} characters")
         if "\x00" in note:  # PostgreSQL's text cannot hold it: refused, not a server error
             raise BadAnswer("the note cannot contain NUL characters")
         if kind == Kind.SKIP and not note:

@@ -8,6 +8,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from judging.models import Judgment
+from judging.services import MAX_NOTE
 from tests.conftest import World
 from tests.judging_helpers import answer, form_key, judge_page
 
@@ -55,3 +56,22 @@ def test_a_note_with_a_nul_character_is_refused_not_a_server_error(world: World)
     html = judge_page(client, world.project.slug)
     answer(client, world.project.slug, html, kind="skip", note="broken\x00page", status=400)
     assert not Judgment.objects.exists()
+
+
+def test_a_note_too_long_is_refused_rather_than_cut(world: World) -> None:
+    client = api_client(world, "alice")
+    slug = world.project.slug
+    nxt = client.get(reverse("api_next", args=[slug])).json()
+    data = {"item": nxt["item"]["id"], "kind": "unsure", "note": "x" * (MAX_NOTE + 1)}
+    response = client.post(
+        reverse("api_judgments", args=[slug]),
+        {**data, "idempotency_key": nxt["idempotency_key"]},
+        format="json",
+    )
+    assert response.status_code == 400
+    page = world.client_for(world.bob)
+    html = judge_page(page, slug)
+    answer(page, slug, html, kind="unsure", note="y" * (MAX_NOTE + 1), status=400)
+    assert not Judgment.objects.exists()
+    html = answer(page, slug, html, kind="unsure", note="y" * MAX_NOTE)
+    assert Judgment.objects.get().note == "y" * MAX_NOTE
