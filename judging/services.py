@@ -45,6 +45,9 @@ from .services_claims import current_pool as current_pool  # imported from here 
 
 MAX_SECONDS = 3600.0
 MAX_NOTE = 2000
+# A year: the database column and the expiry's date arithmetic (now - limit) both break on
+# limits far beyond it, and a claim can be released by hand long before.
+MAX_IDLE_MINUTES = 365 * 24 * 60
 HANDLED = (Kind.GRADE, Kind.UNSURE, Kind.SKIP)
 
 
@@ -591,8 +594,10 @@ def judging_policy_set(
     *, project: Project, claim_idle_minutes: int, double_share: float
 ) -> JudgingPolicy:
     """Change the idle limit (at once) and the double-judged share (for pools built later)."""
-    if claim_idle_minutes < 1 or not 0.0 <= double_share <= 1.0:
-        raise JudgingError("the idle limit must be at least 1 minute and the share within 0–1")
+    if not 1 <= claim_idle_minutes <= MAX_IDLE_MINUTES or not 0.0 <= double_share <= 1.0:
+        raise JudgingError(
+            f"the idle limit must be 1 to {MAX_IDLE_MINUTES} minutes and the share within 0–1"
+        )
     policy, _ = JudgingPolicy.objects.update_or_create(
         project=project,
         defaults={"claim_idle_minutes": claim_idle_minutes, "double_share": double_share},

@@ -8,9 +8,9 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from judging.models import Judgment
-from judging.services import MAX_NOTE
+from judging.services import MAX_NOTE, policy_of
 from tests.conftest import World
-from tests.judging_helpers import answer, form_key, judge_page
+from tests.judging_helpers import answer, form_key, judge_page, shown_item
 
 pytestmark = pytest.mark.django_db
 
@@ -75,3 +75,15 @@ def test_a_note_too_long_is_refused_rather_than_cut(world: World) -> None:
     assert not Judgment.objects.exists()
     html = answer(page, slug, html, kind="unsure", note="y" * MAX_NOTE)
     assert Judgment.objects.get().note == "y" * MAX_NOTE
+
+
+@pytest.mark.parametrize("minutes", ["2000000000", "99999999999999999999"])
+def test_an_idle_limit_beyond_a_year_is_refused_and_claiming_goes_on(
+    world: World, minutes: str
+) -> None:
+    lead = world.client_for(world.lead)
+    url = reverse("judging_policy", args=[world.project.slug])
+    response = lead.post(url, {"claim_idle_minutes": minutes, "double_share_percent": "20"})
+    assert response.status_code == 302
+    assert policy_of(world.project).claim_idle_minutes == 30
+    assert shown_item(judge_page(world.client_for(world.alice), world.project.slug))
