@@ -97,6 +97,13 @@ def item_history_view(request: HttpRequest, slug: str, item_id: int) -> HttpResp
     return render(request, "judging/lead_item.html", context)
 
 
+def _username(request: HttpRequest, field: str) -> str:
+    """A username typed or chosen in a form; "" (nobody) for one with a NUL character, which
+    no account has and which PostgreSQL refuses even to compare."""
+    name = request.POST.get(field, "").strip()
+    return "" if "\x00" in name else name
+
+
 def _claim_of(access: Access, claim_id: int) -> Claim:
     return get_object_or_404(Claim, pk=claim_id, pool__project=access.project)
 
@@ -119,7 +126,7 @@ def claim_release_view(request: HttpRequest, slug: str, claim_id: int) -> HttpRe
 def claim_reassign_view(request: HttpRequest, slug: str, claim_id: int) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
     claim = _claim_of(access, claim_id)
-    member = access.project.memberships.filter(user__username=request.POST.get("to", "")).first()
+    member = access.project.memberships.filter(user__username=_username(request, "to")).first()
     if member is None:
         messages.error(request, "Choose a member of this project to reassign the query to.")
         return redirect("judging_overview", slug=slug)
@@ -137,7 +144,7 @@ def claim_reassign_view(request: HttpRequest, slug: str, claim_id: int) -> HttpR
 @require_POST
 def member_add(request: HttpRequest, slug: str) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
-    username = request.POST.get("username", "").strip()
+    username = _username(request, "username")
     user = User.objects.filter(username=username, is_active=True).first()
     role = request.POST.get("role", Role.ANNOTATOR)
     if user is None or role not in Role.values:

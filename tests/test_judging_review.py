@@ -7,8 +7,8 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from judging.models import Judgment
-from judging.services import MAX_NOTE, policy_of
+from judging.models import Claim, ClaimState, Judgment
+from judging.services import MAX_NOTE, claim_next, policy_of
 from tests.conftest import World
 from tests.judging_helpers import answer, form_key, judge_page, shown_item
 
@@ -87,3 +87,15 @@ def test_an_idle_limit_beyond_a_year_is_refused_and_claiming_goes_on(
     assert response.status_code == 302
     assert policy_of(world.project).claim_idle_minutes == 30
     assert shown_item(judge_page(world.client_for(world.alice), world.project.slug))
+
+
+def test_a_username_with_a_nul_character_names_nobody(world: World) -> None:
+    lead = world.client_for(world.lead)
+    slug = world.project.slug
+    claim = claim_next(pool=world.project.pools.get(), user=world.bob)
+    assert claim is not None
+    add = lead.post(reverse("judging_member_add", args=[slug]), {"username": "olaf\x00"})
+    move = lead.post(reverse("judging_claim_reassign", args=[slug, claim.pk]), {"to": "alice\x00"})
+    assert (add.status_code, move.status_code) == (302, 302)
+    assert not world.project.memberships.filter(user=world.outsider).exists()
+    assert Claim.objects.get(pk=claim.pk).state == ClaimState.ACTIVE
