@@ -116,6 +116,10 @@ class DraftForm:
 def parse_draft(post: QueryDict) -> DraftForm:
     """Read the draft form's repeated rows; a row left entirely empty is dropped."""
     errors: list[str] = []
+    if any("\x00" in value for _, values in post.lists() for value in values):
+        # PostgreSQL cannot store it: refused with the form shown again, without them.
+        errors.append("The draft contained NUL characters; they have been removed.")
+        post = _without_nul(post)
     grades = [
         core.GradeDef(_number(v, f"Grade row {n}", errors), label.strip(), definition.strip())
         for n, (v, label, definition) in enumerate(
@@ -139,6 +143,13 @@ def parse_draft(post: QueryDict) -> DraftForm:
         rulings=tuple(rulings),
     )
     return DraftForm(protocol, errors)
+
+
+def _without_nul(post: QueryDict) -> QueryDict:
+    clean = QueryDict(mutable=True)
+    for name, values in post.lists():
+        clean.setlist(name, [value.replace("\x00", "") for value in values])
+    return clean
 
 
 def _rows(post: QueryDict, *names: str) -> list[tuple[str, ...]]:

@@ -99,3 +99,17 @@ def test_a_username_with_a_nul_character_names_nobody(world: World) -> None:
     assert (add.status_code, move.status_code) == (302, 302)
     assert not world.project.memberships.filter(user=world.outsider).exists()
     assert Claim.objects.get(pk=claim.pk).state == ClaimState.ACTIVE
+
+
+def test_a_protocol_draft_with_a_nul_character_is_shown_again_not_stored(world: World) -> None:
+    lead = world.client_for(world.lead)
+    grades = {
+        "grade_value": ["0", "1", "2", "3"],
+        "grade_label": ["no", "some", "most", "all"],
+        "grade_definition": ["a", "b", "c", "d"],
+    }
+    data = {"intro": "Judge\x00 carefully.", **grades, "action": "publish"}
+    response = lead.post(reverse("protocol_edit", args=[world.project.slug]), data)
+    assert response.status_code == 400
+    assert "Judge carefully." in response.content.decode()
+    assert world.project.protocols.count() == 1
