@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from annotation.access import Access, project_for_lead
 
@@ -19,8 +19,12 @@ def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
 @login_required
 def qrels_download(request: HttpRequest, slug: str) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
+    annotator = request.GET.get("annotator") or None
+    # No username holds a NUL, and PostgreSQL refuses one in a query: say so plainly.
+    if annotator is not None and "\x00" in annotator:
+        return HttpResponseBadRequest("annotator: no such username", content_type="text/plain")
     buffer = io.StringIO()
-    qrels_export(project=access.project, out=buffer, annotator=request.GET.get("annotator") or None)
+    qrels_export(project=access.project, out=buffer, annotator=annotator)
     response = HttpResponse(buffer.getvalue(), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{access.project.slug}.qrels"'
     return response

@@ -147,7 +147,9 @@ def member_add(request: HttpRequest, slug: str) -> HttpResponse:
     username = _username(request, "username")
     user = User.objects.filter(username=username, is_active=True).first()
     role = request.POST.get("role", Role.ANNOTATOR)
-    if user is None or role not in Role.values:
+    if role not in Role.values:
+        messages.error(request, f"No such role {role!r}: choose one of {', '.join(Role.values)}.")
+    elif user is None:
         messages.error(request, f"No active user named {username!r}: create the account first.")
     else:
         membership_set(project=access.project, user=user, role=Role(role))

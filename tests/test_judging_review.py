@@ -113,3 +113,19 @@ def test_a_protocol_draft_with_a_nul_character_is_shown_again_not_stored(world: 
     assert response.status_code == 400
     assert "Judge carefully." in response.content.decode()
     assert world.project.protocols.count() == 1
+
+
+def test_a_qrels_export_for_an_annotator_name_with_a_nul_is_refused(world: World) -> None:
+    lead = world.client_for(world.lead)
+    url = reverse("qrels_download", args=[world.project.slug])
+    response = lead.get(url, {"annotator": "bob\x00"})
+    assert response.status_code == 400
+    assert lead.get(url, {"annotator": "bob"}).status_code == 200
+
+
+def test_adding_a_member_with_an_unknown_role_says_so(world: World) -> None:
+    lead = world.client_for(world.lead)
+    url = reverse("judging_member_add", args=[world.project.slug])
+    response = lead.post(url, {"username": world.outsider.username, "role": "owner"}, follow=True)
+    assert "No such role &#x27;owner&#x27;" in response.content.decode()
+    assert not world.project.memberships.filter(user=world.outsider).exists()
