@@ -389,11 +389,39 @@ def transcode(source: Source, directory: Path, *, line_safe: bool = False) -> So
 
 
 def _line_safe_copy(source: Source, target: Path) -> Source:
-    damaged = blanked = kept = 0
-    first_blanked: int | None = None
     header = source.skip + 1
     quoted = source.log_format == "csv"
     closed = _closed_fields(source.delimiter or ",")
+    return _copy_by_line(
+        source,
+        target,
+        blank=lambda n, line: quoted and n > header and '"' in line and not closed(line),
+        data=lambda n, line: n > header and bool(line),
+    )
+
+
+def _json_lines_copy(source: Source, target: Path) -> Source:
+    return _copy_by_line(
+        source,
+        target,
+        blank=lambda n, line: bool(line.strip()) and not _json_object(line),
+        data=lambda n, line: bool(line.strip()),
+        strip_bom=True,
+    )
+
+
+def _copy_by_line(
+    source: Source,
+    target: Path,
+    *,
+    blank: Callable[[int, str], bool],
+    data: Callable[[int, str], bool],
+    strip_bom: bool = False,
+) -> Source:
+    """Copy the log one record per line: invalid UTF-8 replaced and counted, lines ``blank``
+    picks (by number and text) emptied and counted, lines ``data`` picks counted as rows."""
+    damaged = blanked = kept = 0
+    first_blanked: int | None = None
     with (
         _open(source.original, source.gzipped) as stream,
         target.open("w", encoding="utf-8", newline="\n") as out,
@@ -403,49 +431,16 @@ def _line_safe_copy(source: Source, target: Path) -> Source:
         text = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline=None)
         for number, line in enumerate(text, start=1):
             line = line.removesuffix("\n")
-            if _has_undecodable(line):
-                damaged += 1
-                line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-            if number > header and line:
-                if quoted and '"' in line and not closed(line):
-                    blanked += 1
-                    first_blanked = first_blanked or number
-                    line = ""
-                else:
-                    kept += 1
-            out.write(line + "\n")
-    return replace(
-        source,
-        path=target,
-        gzipped=False,
-        copy="lines",
-        invalid_utf8_lines=damaged,
-        blanked_lines=blanked,
-        first_blanked_line=first_blanked,
-        data_lines=kept,
-    )
-
-
-def _json_lines_copy(source: Source, target: Path) -> Source:
-    damaged = blanked = kept = 0
-    first_blanked: int | None = None
-    with (
-        _open(source.original, source.gzipped) as stream,
-        target.open("w", encoding="utf-8", newline="\n") as out,
-    ):
-        text = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline=None)
-        for number, line in enumerate(text, start=1):
-            line = line.removesuffix("\n")
-            if number == 1:
+            if strip_bom and number == 1:
                 line = line.removeprefix("\ufeff")
             if _has_undecodable(line):
                 damaged += 1
                 line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-            if line.strip() and not _json_object(line):
+            if blank(number, line):
                 blanked += 1
                 first_blanked = first_blanked or number
                 line = ""
-            kept += bool(line.strip())
+            kept += data(number, line)
             out.write(line + "\n")
     return replace(
         source,
