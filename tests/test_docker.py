@@ -309,6 +309,25 @@ def test_it_copies_everything_the_app_reads_from_its_base_dir() -> None:
     assert dockerfile_env()["STATIC_ROOT"] == "/app/staticfiles"
 
 
+def test_it_keeps_uploads_in_a_folder_the_runtime_user_owns() -> None:
+    # /app belongs to root: the settings' default MEDIA_ROOT (<BASE_DIR>/media) is read-only
+    # there, so the image itself must point uploads elsewhere, not only compose.
+    media = dockerfile_env()["MEDIA_ROOT"]
+    user = instruction("USER")[-1]
+    owned = [
+        match[2]
+        for args in instruction("RUN")
+        for match in re.finditer(r"chown -R (\S+) (\S+)", args)
+        if match[1] == user
+    ]
+    assert any(media == folder or media.startswith(f"{folder}/") for folder in owned)
+    assert not media.startswith("/app")
+    for service in APP_SERVICES:
+        assert service_env(service, {"SECRET_KEY": DUMMY_KEY})["MEDIA_ROOT"] == media
+        targets = [str(volume).split(":")[1] for volume in services()[service]["volumes"]]
+        assert media in targets
+
+
 def test_it_collects_static_files_with_a_throwaway_key_only_at_build_time() -> None:
     runs = instruction("RUN")
     assert any(
