@@ -226,6 +226,68 @@ def test_it_refuses_to_start_without_a_secret_key(service: str) -> None:
             service_env(service, variables)
 
 
+# --- docs/deployment.md against the settings, the entry point and compose ---------------------
+
+DEPLOYMENT_DOC = REPO / "docs" / "deployment.md"
+# Set by the image or by compose itself, never taken from the operator's shell.
+FIXED_BY_COMPOSE_OR_IMAGE = {"DEBUG", "DATABASE_URL", "CELERY_BROKER_URL", "MEDIA_ROOT"}
+
+
+def documented(heading: str) -> set[str]:
+    """The variable names in the first column of the table after the line opening `heading`."""
+    text = DEPLOYMENT_DOC.read_text("utf-8")
+    after = text[text.index(f"\n{heading}") :]
+    table = re.search(r"\n((?:\|.*\|\n)+)", after)
+    assert table, f"no table after {heading!r}"
+    rows = table[1].splitlines()[2:]
+    return {name for row in rows for name in re.findall(r"`([A-Z0-9_]+)`", row.split("|")[1])}
+
+
+def test_the_docs_list_exactly_the_variables_the_settings_read() -> None:
+    assert documented("Read by the settings") == names_read_by_settings()
+
+
+def test_the_docs_list_exactly_the_variables_the_entrypoint_and_the_demo_read() -> None:
+    load_demo = (REPO / "annotation" / "management" / "commands" / "load_demo.py").read_text()
+    assert 'os.environ.get("DEMO_PASSWORD")' in load_demo
+    expected = (names_read_by_entrypoint() - names_read_by_settings()) | {"DEMO_PASSWORD"}
+
+    assert documented("Read by the image's entry point") == expected
+
+
+@pytest.mark.parametrize("service", APP_SERVICES)
+def test_compose_passes_on_every_variable_the_docs_let_an_operator_set(service: str) -> None:
+    environment = services()[service]["environment"]
+    settable = names_read_by_settings() - {"STATIC_ROOT"}  # collected at build time
+    if service == "web":
+        settable |= {"WEB_CONCURRENCY", "WEB_THREADS"}
+
+    assert settable <= set(environment)
+    for name in settable - FIXED_BY_COMPOSE_OR_IMAGE - {"SECRET_KEY"}:
+        assert re.fullmatch(rf"\$\{{{name}:-[^}}]*\}}", environment[name]), name
+
+
+def test_composes_defaults_are_the_settings_own() -> None:
+    """With nothing set in the shell, compose hands the settings their own defaults, except
+    ALLOWED_HOSTS (documented: localhost and 127.0.0.1, so that the health check answers)."""
+    web = services()["web"]["environment"]
+    passed_on = {
+        name
+        for name, value in web.items()
+        if re.fullmatch(rf"\$\{{{name}:-[^}}]*\}}", str(value)) and name != "ALLOWED_HOSTS"
+    }
+    names = (
+        *("DATABASES", "SESSION_ENGINE", "SESSION_COOKIE_AGE", "LOG_UPLOAD_MAX_BYTES"),
+        *("CELERY_RESULT_BACKEND", "OPENAI_BASE_URL", "OPENAI_API_KEY", "CSRF_TRUSTED_ORIGINS"),
+        *("SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_PROXY_SSL_HEADER", "LOGGING"),
+    )
+    with_compose = container_env()
+    without = {name: value for name, value in with_compose.items() if name not in passed_on}
+
+    assert passed_on >= {"CONN_MAX_AGE", "DB_PREPARED_STATEMENTS", "SESSION_STORE"}
+    assert settings_in_subprocess(with_compose, *names) == settings_in_subprocess(without, *names)
+
+
 # --- The settings, under the container's environment ---------------------------------------
 
 
