@@ -129,3 +129,23 @@ def test_it_answers_the_health_probe(db: None) -> None:
 
     response = Client().get("/healthz")
     assert response.status_code == 200 and response.content == b"ok\n"
+
+
+def test_it_takes_the_log_level_in_any_case_and_refuses_an_unknown_one() -> None:
+    script = "from assay.settings import base as s; print(s.LOGGING['root']['level'])"
+    env = {"PATH": os.environ["PATH"], "SECRET_KEY": "s" * 50}
+
+    def run(level: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=REPO,
+            env={**env, "LOG_LEVEL": level},
+            capture_output=True,
+            text=True,
+        )
+
+    lower = run("debug")
+    assert lower.returncode == 0 and lower.stdout.strip() == "DEBUG", lower.stderr
+    unknown = run("loud")
+    assert unknown.returncode != 0
+    assert "LOG_LEVEL='LOUD' is not a log level" in unknown.stderr

@@ -6,6 +6,7 @@ state lives in the database and the broker.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -187,12 +188,19 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
+# Any case, as Celery's --loglevel (docker/entrypoint.sh passes it the same variable).
+_log_level = env_str("LOG_LEVEL", "INFO").upper()
+if _log_level not in logging.getLevelNamesMapping():
+    raise ImproperlyConfigured(
+        f"LOG_LEVEL={_log_level!r} is not a log level (use DEBUG, INFO, WARNING, ERROR or CRITICAL)"
+    )
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": _log_level},
     # Libraries that narrate their progress at INFO/DEBUG would drown the app's own messages.
     "loggers": {"bm25s": {"level": "WARNING"}},
 }
