@@ -48,7 +48,10 @@
     const form = panel() && panel().querySelector("#note-form");
     if (!form) return;
     form.hidden = true;
-    form.querySelector("#note-input").blur();
+    const input = form.querySelector("#note-input");
+    input.value = ""; // cancelled: a skip reason must not come back as an unsure note
+    input.blur();
+    focusPanel();
   }
 
   function undo() {
@@ -70,7 +73,10 @@
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (isTyping(event.target)) {
       if (event.key === "Escape") {
-        if (event.target.id === "note-input") closeNote(); else event.target.blur();
+        event.preventDefault();
+        if (event.target.id === "note-input") closeNote();
+        else if (event.target.id === "protocol-search") clearSearch(event.target);
+        else event.target.blur();
       }
       return; // Enter in the note field submits the note form by itself
     }
@@ -108,15 +114,29 @@
     if (seconds) seconds.value = elapsed();
   }, true);
 
+  // After a swap the focused button is gone and focus falls back to <body>: put it where the
+  // keyboard is needed next, the acknowledge button or the document (so that the arrow keys,
+  // Page Down and Space scroll a long document), unless it is somewhere else on purpose.
+  function focusPanel() {
+    const active = document.activeElement;
+    const p = panel();
+    if (!p || (active && active !== document.body && !p.contains(active))) return;
+    const target = p.querySelector("#ack-button") || p.querySelector("#doc-text");
+    if (target) target.focus({ preventScroll: true });
+  }
+
   document.addEventListener("htmx:afterSwap", function () {
     shownAt = performance.now();
     window.scrollTo(0, 0);
+    focusPanel();
   });
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", focusPanel);
+  else focusPanel();
 
   // The protocol search filters grades, anchors, edge cases and the full text as you type.
-  document.addEventListener("input", function (event) {
-    if (event.target.id !== "protocol-search") return;
-    const needle = event.target.value.trim().toLowerCase();
+  // A section without a match is hidden with its heading, so "No match." stands alone.
+  function filterProtocol(value) {
+    const needle = value.trim().toLowerCase();
     const entries = document.querySelectorAll("#protocol .protocol-block li, #protocol .protocol-block p");
     let hits = 0;
     entries.forEach(function (entry) {
@@ -124,11 +144,29 @@
       entry.hidden = !match;
       if (match) hits += 1;
     });
-    document.querySelectorAll("#protocol details.protocol-block").forEach(function (d) { d.open = Boolean(needle); });
+    document.querySelectorAll("#protocol .protocol-block").forEach(function (block) {
+      const shown = !needle || Boolean(block.querySelector("li:not([hidden]), p:not([hidden])"));
+      block.hidden = !shown;
+      if (block.tagName === "DETAILS") block.open = Boolean(needle) && shown;
+      const heading = block.previousElementSibling;
+      if (heading && heading.tagName === "H3") heading.hidden = !shown;
+    });
     const counter = document.getElementById("protocol-hits");
     if (counter) {
       counter.hidden = !needle;
       counter.textContent = hits ? hits + " matching" : "No match.";
     }
+  }
+
+  // Escape leaves the search empty and the whole protocol shown, then goes back to judging.
+  function clearSearch(input) {
+    input.value = "";
+    filterProtocol("");
+    input.blur();
+    focusPanel();
+  }
+
+  document.addEventListener("input", function (event) {
+    if (event.target.id === "protocol-search") filterProtocol(event.target.value);
   });
 })();

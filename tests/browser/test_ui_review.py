@@ -47,3 +47,58 @@ def test_it_fits_a_phone_screen(live_server, page) -> None:
     log_in(page, live_server, "lena", f"/p/{project.slug}/judging/")
     assert page.locator("#per-query").is_visible()
     assert overflow(page) == 0  # the wide tables scroll inside their cards
+
+
+def shown(page) -> str:
+    return page.locator("#judge-panel").get_attribute("data-item") or ""
+
+
+def press_and_wait(page, key: str) -> None:
+    before = shown(page)
+    page.keyboard.press(key)
+    page.wait_for_function(
+        "b => (document.getElementById('judge-panel').dataset.item || '') !== b", arg=before
+    )
+
+
+def focused(page) -> str:
+    return page.evaluate("document.activeElement.id")
+
+
+def test_it_keeps_the_keyboard_where_it_is_needed(live_server, page) -> None:
+    from annotation.services import protocol_publish
+
+    project = a_project(alice="annotator")
+    project.documents.update(text="A long page. " * 600)
+    page.set_viewport_size({"width": 900, "height": 700})
+    log_in(page, live_server, "alice", f"/p/{project.slug}/judge/")
+    assert focused(page) == "doc-text"  # Page Down scrolls the document at once
+    page.keyboard.press("PageDown")
+    page.wait_for_function("document.getElementById('doc-text').scrollTop > 0")
+    press_and_wait(page, "2")
+    assert focused(page) == "doc-text"  # and again after the swap, not <body>
+
+    page.keyboard.press("/")  # a search without a match leaves no orphan headings
+    page.keyboard.type("zzzz 3")
+    assert page.locator("#protocol-hits").inner_text() == "No match."
+    assert page.locator("#protocol h3:visible, #protocol .protocol-block:visible").count() == 0
+    page.keyboard.press("Escape")  # the search is emptied and the protocol whole again
+    assert page.locator("#protocol-search").input_value() == ""
+    assert page.locator("#protocol-hits").is_hidden()
+    assert page.locator("#protocol .protocol-block:visible").count() > 0
+    assert focused(page) == "doc-text"
+
+    page.keyboard.press("s")  # a cancelled skip reason does not come back as an unsure note
+    page.keyboard.type("broken page")
+    page.keyboard.press("Escape")
+    page.keyboard.press("u")
+    assert page.locator("#note-input").input_value() == ""
+    page.keyboard.press("Escape")
+
+    protocol_publish(project=project, text="Grade 3: answers it fully. Grade 0: unrelated.")
+    page.reload()
+    page.locator("#protocol-change").wait_for()
+    assert focused(page) == "ack-button"  # Enter acknowledges, no tabbing through the page
+    page.keyboard.press("Enter")
+    page.wait_for_function("!!document.getElementById('judge-panel').dataset.item")
+    assert focused(page) == "doc-text"
