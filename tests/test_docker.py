@@ -542,6 +542,43 @@ def test_it_runs_any_other_command_as_given(stubs: Path) -> None:
     assert calls == []
 
 
+def test_the_worker_command_finds_the_celery_app_configured_by_the_settings() -> None:
+    app_name = re.search(r"exec celery -A (\S+) worker", ENTRYPOINT.read_text("utf-8"))
+    assert app_name
+    probe = (
+        "import json\nfrom celery.app.utils import find_app\n"
+        f"app = find_app({app_name[1]!r})\n"
+        "app.loader.import_default_modules()\n"
+        "print(json.dumps({'main': app.main, 'broker': app.conf.broker_url,\n"
+        "    'eager': app.conf.task_always_eager, 'tasks': sorted(app.tasks)}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        env={"PATH": os.environ["PATH"], **container_env()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    app = json.loads(result.stdout.splitlines()[-1])
+
+    assert (app["main"], app["broker"], app["eager"]) == ("assay", "redis://redis:6379/0", False)
+    assert {"annotation.tasks.log_ingest_task", "pooling.tasks.pool_build_task"} <= set(
+        app["tasks"]
+    )
+
+
+def test_the_healthcheck_probes_the_apps_health_view() -> None:
+    from django.urls import resolve
+
+    from assay.health import healthz
+
+    path = re.search(r"http://127\.0\.0\.1:\{sys\.argv\[1\]\}(/\S*)\"", ENTRYPOINT.read_text())
+    assert path
+    assert resolve(path[1]).func is healthz
+
+
 # --- The health check --------------------------------------------------------------------------
 
 
