@@ -3,7 +3,12 @@ SHELL := /bin/sh
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-HOST ?= 127.0.0.1:8000
+# Where `make run` serves: `make run HOST=127.0.0.1:8001`. Only a value given to make counts: a
+# HOST in the environment is often the machine's name (tcsh sets it) or a bare address, and
+# runserver takes neither.
+ifneq ($(origin HOST),command line)
+HOST := 127.0.0.1:8000
+endif
 
 .PHONY: run test install demo lint typecheck check browser clean worker
 

@@ -149,3 +149,26 @@ def test_it_takes_the_log_level_in_any_case_and_refuses_an_unknown_one() -> None
     unknown = run("loud")
     assert unknown.returncode != 0
     assert "LOG_LEVEL='LOUD' is not a log level" in unknown.stderr
+
+
+def make_run_commands(*args: str, **env: str) -> list[str]:
+    """The commands `make run` would run (make -n), with this environment."""
+    clean = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    result = subprocess.run(
+        ["make", "-n", "-s", "run", *args],
+        cwd=REPO,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_make_run_serves_where_it_is_told_and_ignores_a_host_name_in_the_environment() -> None:
+    runserver = "DEBUG=1 .venv/bin/python manage.py runserver"
+    assert make_run_commands()[-1] == f"{runserver} 127.0.0.1:8000"
+    assert make_run_commands("HOST=127.0.0.1:8001")[-1] == f"{runserver} 127.0.0.1:8001"
+    # tcsh exports the machine's name as HOST; runserver would refuse it.
+    assert make_run_commands(HOST="buildbox")[-1] == f"{runserver} 127.0.0.1:8000"
