@@ -1,4 +1,4 @@
-"""WSGI entry point for gunicorn."""
+"""WSGI entry point, served by granian in the image (docker/entrypoint.sh)."""
 
 from __future__ import annotations
 
