@@ -102,3 +102,44 @@ def test_it_keeps_the_keyboard_where_it_is_needed(live_server, page) -> None:
     page.keyboard.press("Enter")
     page.wait_for_function("!!document.getElementById('judge-panel').dataset.item")
     assert focused(page) == "doc-text"
+
+
+def test_it_asks_before_releasing_a_claim_or_publishing(live_server, page) -> None:
+    from django.contrib.auth.models import User
+
+    from annotation.models import ProtocolVersion
+    from judging.models import Claim, ClaimState
+    from judging.services_claims import claim_next, current_pool
+
+    project = a_project(alice="annotator", lena="lead")
+    pool = current_pool(project)
+    assert pool is not None
+    claim = claim_next(pool=pool, user=User.objects.get(username="alice"))
+    assert claim is not None
+    asked: list[str] = []
+    answer = {"yes": False}
+
+    def on_dialog(dialog) -> None:
+        asked.append(dialog.message)
+        dialog.accept() if answer["yes"] else dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    log_in(page, live_server, "lena", f"/p/{project.slug}/judging/")
+    assert "alice working on it 0/" in page.locator("#per-query").inner_text()  # as in the claims
+    page.click("#claims button:has-text('Release')")
+    assert "alice" in asked[-1]
+    page.click("#claims button:has-text('Reassign')")
+    assert len(asked) == 2
+    claim.refresh_from_db()
+    assert claim.state == ClaimState.ACTIVE  # dismissed: nothing was sent
+
+    answer["yes"] = True
+    with page.expect_navigation():
+        page.click("#claims button:has-text('Release')")
+    assert Claim.objects.get(pk=claim.pk).state == ClaimState.RELEASED
+
+    answer["yes"] = False
+    page.goto(f"{live_server.url}/p/{project.slug}/protocol/edit/")
+    page.click("button[value=publish]")
+    assert "never be edited" in asked[-1]
+    assert ProtocolVersion.objects.filter(project=project).count() == 1
