@@ -5,11 +5,13 @@ from __future__ import annotations
 import random
 from functools import partial
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import filesizeformat
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
@@ -52,7 +54,15 @@ def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
 def log_list(request: HttpRequest, slug: str) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
     if request.method == "POST":
-        upload = request.FILES.get("log")
+        # Checked on the announced length first, so that an oversized body is refused before
+        # it is read to disk; and on the file itself, for a body sent without a length.
+        refusal = _too_big(request.META.get("CONTENT_LENGTH"))
+        upload = None if refusal else request.FILES.get("log")
+        if upload is not None:
+            refusal = _too_big(upload.size)
+        if refusal:
+            messages.error(request, refusal)
+            return redirect("log_list", slug=slug)
         if upload is None:
             messages.error(
                 request, "Choose a log file (CSV, TSV, JSONL or Parquet, gzip accepted)."
@@ -83,6 +93,22 @@ def log_list(request: HttpRequest, slug: str) -> HttpResponse:
         "described": describe_definition(stored or StrataDefinition()),
     }
     return render(request, "annotation/log_list.html", context)
+
+
+def _too_big(size: object) -> str:
+    """Why an upload of ``size`` bytes is refused, or "" when it is within the limit."""
+    try:
+        length = int(str(size))
+    except ValueError:
+        return ""
+    limit = settings.LOG_UPLOAD_MAX_BYTES
+    if length <= limit:
+        return ""
+    return (
+        f"The upload is {filesizeformat(length)}, over this server's limit of "
+        f"{filesizeformat(limit)} (LOG_UPLOAD_MAX_BYTES). Import a larger log from the command "
+        "line with manage.py import_log, or ask the administrator to raise the limit."
+    )
 
 
 def _requested_definition(request: HttpRequest) -> StrataDefinition | None:

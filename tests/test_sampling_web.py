@@ -105,6 +105,23 @@ def test_it_excludes_queries_already_in_the_project(upload, world: World) -> Non
     assert "pricing" not in drawn and "reset password" in drawn
 
 
+def test_it_refuses_a_log_over_the_upload_limit_and_says_what_to_do(
+    world: World, settings, media: Path
+) -> None:
+    settings.LOG_UPLOAD_MAX_BYTES = 100
+    client = world.client_for(world.lead)
+    url = reverse("log_list", args=[world.project.slug])
+    content = make_log()
+    assert len(content) > 100
+    response = client.post(url, {"log": SimpleUploadedFile("log.csv", content)}, follow=True)
+    page = response.content.decode()
+    assert "over this server&#x27;s limit of 100" in page and "import_log" in page
+    assert not QueryLog.objects.exists() and not any(media.rglob("*"))
+    settings.LOG_UPLOAD_MAX_BYTES = 10**9  # the same file within the limit is taken
+    assert client.post(url, {"log": SimpleUploadedFile("log.csv", content)}).status_code == 302
+    assert QueryLog.objects.count() == 1
+
+
 def test_it_reports_a_bad_log_and_changes_nothing(upload, world: World, media: Path) -> None:
     queries_before = Query.objects.count()
     query_log = upload(b"search_terms,when\nhello,1\n")
