@@ -54,8 +54,8 @@ def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
 def log_list(request: HttpRequest, slug: str) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
     if request.method == "POST":
-        # Checked on the announced length first, so that an oversized body is refused before
-        # it is read to disk; and on the file itself, for a body sent without a length.
+        # Checked on the announced length first (the CSRF check has parsed the form by now,
+        # but nothing of it is kept), and on the file itself for a body sent without one.
         refusal = _too_big(request.META.get("CONTENT_LENGTH"))
         upload = None if refusal else request.FILES.get("log")
         if upload is not None:
