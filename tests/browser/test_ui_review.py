@@ -143,3 +143,17 @@ def test_it_asks_before_releasing_a_claim_or_publishing(live_server, page) -> No
     page.click("button[value=publish]")
     assert "never be edited" in asked[-1]
     assert ProtocolVersion.objects.filter(project=project).count() == 1
+
+
+def test_it_shows_the_protocol_page_whole(live_server, page) -> None:
+    from annotation.services import protocol_publish
+
+    project = a_project(alice="annotator")
+    protocol_publish(project=project, text="Grade 3: answers it.\n\n" + "A long rule. " * 900)
+    page.set_viewport_size({"width": 1200, "height": 700})
+    log_in(page, live_server, "alice", f"/p/{project.slug}/protocol/")
+    panel = page.locator("#protocol")
+    assert panel.evaluate("p => p.scrollHeight <= p.clientHeight")  # no box scrolling inside
+    assert panel.get_by_text("open in full").count() == 0  # no link to the page itself
+    page.goto(f"{live_server.url}/p/{project.slug}/judge/")
+    assert page.locator("#protocol").get_by_text("open in full").count() == 1
