@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
+
+PATH = "/healthz"
 
 
 def healthz(request: HttpRequest) -> HttpResponse:
@@ -11,3 +15,22 @@ def healthz(request: HttpRequest) -> HttpResponse:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return HttpResponse("ok\n", content_type="text/plain")
+
+
+def health_middleware(
+    get_response: Callable[[HttpRequest], HttpResponse],
+) -> Callable[[HttpRequest], HttpResponse]:
+    """Answer the probe before any other middleware looks at the request.
+
+    A probe comes from inside the container or from a load balancer, with a Host header the
+    site's ALLOWED_HOSTS need not list and over plain HTTP: further down, Django would answer
+    400 or redirect to HTTPS without ever touching the database, and a probe that took that
+    for health would miss a dead database. Only this path is answered here.
+    """
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        if request.path == PATH and request.method in ("GET", "HEAD"):
+            return healthz(request)
+        return get_response(request)
+
+    return middleware

@@ -620,7 +620,7 @@ def healthcheck(tmp_path: Path, port: int) -> int:
     return result.returncode
 
 
-@pytest.mark.parametrize(("status", "healthy"), [(200, True), (400, True), (500, False)])
+@pytest.mark.parametrize(("status", "healthy"), [(200, True), (400, False), (500, False)])
 def test_it_reports_health_from_the_http_status(
     tmp_path: Path, http_server: tuple[int, list[int]], status: int, healthy: bool
 ) -> None:

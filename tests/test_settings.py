@@ -131,6 +131,18 @@ def test_it_answers_the_health_probe(db: None) -> None:
     assert response.status_code == 200 and response.content == b"ok\n"
 
 
+def test_it_answers_the_health_probe_whatever_the_host_and_scheme(db: None, settings) -> None:
+    # Behind a TLS proxy the site lists only its public name and redirects HTTP to HTTPS; the
+    # container's own probe still reaches the database and gets its 200.
+    from django.test import Client
+
+    settings.ALLOWED_HOSTS = ["assay.example.org"]
+    settings.SECURE_SSL_REDIRECT = True
+    client = Client()
+    assert client.get("/healthz", HTTP_HOST="127.0.0.1:8000").status_code == 200
+    assert client.get("/", HTTP_HOST="127.0.0.1:8000").status_code == 400  # the rest is guarded
+
+
 def test_it_takes_the_log_level_in_any_case_and_refuses_an_unknown_one() -> None:
     script = "from assay.settings import base as s; print(s.LOGGING['root']['level'])"
     env = {"PATH": os.environ["PATH"], "SECRET_KEY": "s" * 50}
