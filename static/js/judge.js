@@ -81,6 +81,15 @@
       return; // Enter in the note field submits the note form by itself
     }
     if (event.repeat) return;
+    const help = document.getElementById("help");
+    if (help && !help.hidden) {
+      // The help covers the item: no key grades what the annotator cannot see.
+      if (event.key === "Escape" || event.key === "?") {
+        event.preventDefault();
+        toggleHelp(false);
+      }
+      return;
+    }
     const actions = {
       u: () => openNote("unsure"),
       s: () => openNote("skip"),

@@ -157,3 +157,20 @@ def test_it_shows_the_protocol_page_whole(live_server, page) -> None:
     assert panel.get_by_text("open in full").count() == 0  # no link to the page itself
     page.goto(f"{live_server.url}/p/{project.slug}/judge/")
     assert page.locator("#protocol").get_by_text("open in full").count() == 1
+
+
+def test_no_key_grades_while_the_help_covers_the_item(live_server, page) -> None:
+    from judging.models import Judgment
+
+    project = a_project(alice="annotator")
+    log_in(page, live_server, "alice", f"/p/{project.slug}/judge/")
+    first = shown(page)
+    page.keyboard.press("?")
+    assert page.locator("#help").is_visible()
+    page.keyboard.press("2")
+    page.wait_for_timeout(300)
+    assert shown(page) == first and not Judgment.objects.exists()
+    page.keyboard.press("Escape")
+    assert not page.locator("#help").is_visible()
+    press_and_wait(page, "2")
+    assert Judgment.objects.count() == 1
