@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from assay.db import bulk_insert, lock_parent
+from assay.db import bulk_insert, lock_parent, max_length
 from pooling.trec import iter_corpus, iter_queries
 
 from .models import (
@@ -83,7 +83,8 @@ def corpus_import(*, project: Project, path: str | Path) -> ImportReport:
 
     lock_parent(project)
     existing = set(project.documents.values_list("docid", flat=True))
-    fresh = _skip_existing(iter_corpus(path), lambda d: d.docid, existing)
+    docs = iter_corpus(path, max_id_length=max_length(Document, "docid"))
+    fresh = _skip_existing(docs, lambda d: d.docid, existing)
     rows = ((project.pk, doc.docid, doc.title, doc.text) for doc in fresh)
     created = bulk_insert(Document, ["project_id", "docid", "title", "text"], rows)
     return ImportReport(created=created, unchanged=fresh.skipped)
@@ -94,7 +95,8 @@ def queries_import(*, project: Project, path: str | Path) -> ImportReport:
     """Stream queries.jsonl or a `qid<TAB>text` file into the project (all or nothing)."""
 
     existing = set(project.queries.values_list("qid", flat=True))
-    fresh = _skip_existing(iter_queries(path), lambda q: q.qid, existing)
+    queries = iter_queries(path, max_id_length=max_length(Query, "qid"))
+    fresh = _skip_existing(queries, lambda q: q.qid, existing)
     # Imported queries belong to the single stratum ("") until a stratified sample sets one.
     rows = ((project.pk, query.qid, query.text, query.description, "") for query in fresh)
     created = bulk_insert(Query, ["project_id", "qid", "text", "description", "stratum"], rows)

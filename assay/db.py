@@ -50,6 +50,15 @@ def _copy(table: str, names: str, rows: Iterable[Sequence[Any]]) -> int:
     return count
 
 
+def max_length(model: type[models.Model], name: str) -> int:
+    """The declared length of a character column: what PostgreSQL enforces (SQLite does not)."""
+    field = model._meta.get_field(name)
+    length = getattr(field, "max_length", None)
+    if not isinstance(length, int):
+        raise TypeError(f"{model.__name__}.{name} has no max_length")
+    return length
+
+
 def placeholders(count: int) -> str:
     """``%s, %s, ...``: one parameter mark per value of an IN list or a row."""
     return ", ".join(["%s"] * count)

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 
 from annotation.models import Document, Project
-from assay.db import bulk_insert, placeholders
+from assay.db import bulk_insert, max_length, placeholders
 from judging.services import work_units_create
 
 from .models import Pool, PoolItem, Run, RunResult
@@ -33,7 +33,9 @@ def run_import(
     user: User | None = None,
 ) -> Run:
     """Store a TREC run file as one Run (all or nothing)."""
-    ranked = read_run(path)
+    # A longer id would fail on PostgreSQL's varchar (SQLite does not check): say which line.
+    longest = min(max_length(RunResult, "qid"), max_length(RunResult, "docid"))
+    ranked = read_run(path, max_id_length=longest)
     run_name = name or _single_tag(ranked, path)
     return run_create(
         project=project, name=run_name, ranked=ranked, source=Path(path).name, user=user
@@ -54,6 +56,12 @@ def run_create(
     The stored rank is the position in trec_eval order (score descending, ties by docid
     descending), not the file's rank column, so that every later measure agrees with trec_eval.
     """
+    longest = max_length(Run, "name")
+    if len(name) > longest:
+        raise PoolingError(
+            f"{source or name[:40]}: the run name is {len(name)} characters long "
+            f"(at most {longest}); give a shorter one"
+        )
     if project.runs.filter(name=name).exists():
         raise PoolingError(
             f"{source or name}: project {project.slug!r} already has a run named {name!r}; "

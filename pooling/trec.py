@@ -238,12 +238,32 @@ def _parse_score(path: str | Path, line: int, token: str) -> float:
     return score
 
 
-def _check_writable_id(path: str | Path, line: int, kind: str, value: str) -> None:
+def _check_writable_id(
+    path: str | Path, line: int, kind: str, value: str, max_length: int | None = None
+) -> None:
     """Reject ids that TREC run and qrels files (whitespace-separated) cannot carry."""
     if not value:
         raise FormatError(path, line, f"empty {kind} id")
     if _WHITESPACE_RE.search(value):
         reason = f"{kind} id {value!r} contains whitespace; TREC run and qrels files cannot hold it"
+        raise FormatError(path, line, reason)
+    _check_id_length(path, line, kind, value, max_length)
+
+
+def _check_id_length(
+    path: str | Path, line: int, kind: str, value: str, max_length: int | None
+) -> None:
+    # The caller's storage bounds ids (a database column); the formats themselves do not.
+    if max_length is not None and len(value) > max_length:
+        shown = f"{value[:40]!r}..."
+        reason = f"{kind} id {shown} is {len(value)} characters long (at most {max_length})"
+        raise FormatError(path, line, reason)
+
+
+def _check_no_nul(path: str | Path, line: int, value: str, where: str = "the line") -> None:
+    # PostgreSQL refuses a NUL in text, and C tools (trec_eval) would cut the id there.
+    if "\x00" in value:
+        reason = f"{where} holds a NUL character (U+0000), which a database cannot store"
         raise FormatError(path, line, reason)
 
 
@@ -256,17 +276,23 @@ def _check_unique(path: str | Path, line: int, seen: dict[str, int], kind: str, 
 # --------------------------------------------------------------------------- runs
 
 
-def iter_run(path: str | Path) -> Iterator[RunRow]:
+def iter_run(path: str | Path, *, max_id_length: int | None = None) -> Iterator[RunRow]:
     """Stream the rows of a TREC run (``qid Q0 docid rank score tag``) in file order.
 
     Columns are separated by any run of blanks; blank lines are skipped. The second column
     is not checked (runs use ``Q0`` or ``0``). A document listed twice for one query is an
-    error because trec_eval would silently count it twice.
+    error because trec_eval would silently count it twice. ``max_id_length`` is for runs that
+    go into a database: a query or document id longer than it is an error, and so is a NUL
+    character anywhere on the line (PostgreSQL refuses it in text).
     """
     # qid -> docid -> first line; runs are usually but not always grouped by qid.
     seen: dict[str, dict[str, int]] = {}
     for number, line in _lines(path):
         row = _parse_run_line(path, number, line)
+        if max_id_length is not None:
+            _check_no_nul(path, number, line)
+            _check_id_length(path, number, "query", row.qid, max_id_length)
+            _check_id_length(path, number, "document", row.docid, max_id_length)
         first = seen.setdefault(row.qid, {}).setdefault(row.docid, number)
         if first != number:
             reason = (
@@ -307,14 +333,14 @@ def rank_run(rows: Iterable[RunRow]) -> list[RunRow]:
     return [rows[i] for i in order]
 
 
-def read_run(path: str | Path) -> dict[str, list[RunRow]]:
+def read_run(path: str | Path, *, max_id_length: int | None = None) -> dict[str, list[RunRow]]:
     """Read a whole run as ``{qid: rows}``, each list in trec_eval order (see :func:`rank_run`).
 
     Whatever the rank column says, position ``i`` of a list is the document trec_eval
     places at rank ``i + 1``. Queries keep the order of their first appearance in the file.
     """
     by_qid: dict[str, list[RunRow]] = {}
-    for row in iter_run(path):
+    for row in iter_run(path, max_id_length=max_id_length):
         by_qid.setdefault(row.qid, []).append(row)
     return {qid: rank_run(rows) for qid, rows in by_qid.items()}
 
@@ -414,7 +440,12 @@ _LineParser = Callable[[str | Path, int, str], tuple[str, str, str]]
 
 
 def _iter_records(
-    path: str | Path, kind: str, json_parser: _LineParser, tsv_parser: _LineParser
+    path: str | Path,
+    kind: str,
+    json_parser: _LineParser,
+    tsv_parser: _LineParser,
+    max_id_length: int | None = None,
+    fields: tuple[str, str, str] = ("the id", "the title", "the text"),
 ) -> Iterator[tuple[str, str, str]]:
     """Shared loop of the corpus and query readers: detect the format, check ids."""
     lines = _lines(path)
@@ -425,7 +456,9 @@ def _iter_records(
     seen: dict[str, int] = {}
     for number, line in chain([first], lines):
         record = parse(path, number, line)
-        _check_writable_id(path, number, kind, record[0])
+        _check_writable_id(path, number, kind, record[0], max_id_length)
+        for where, value in zip(fields, record, strict=True):
+            _check_no_nul(path, number, value, where)
         _check_unique(path, number, seen, kind, record[0])
         yield record
 
@@ -504,15 +537,17 @@ def _corpus_tsv_parser() -> _LineParser:
     return parse
 
 
-def iter_corpus(path: str | Path) -> Iterator[CorpusDoc]:
+def iter_corpus(path: str | Path, *, max_id_length: int | None = None) -> Iterator[CorpusDoc]:
     """Stream documents from BEIR ``corpus.jsonl`` or a TSV ``docid<TAB>[title<TAB>]text``.
 
     JSONL when the first non-blank line starts with ``{``. JSON id keys: ``_id``, ``docid``,
     ``id``, ``doc_id`` (numbers become strings); text keys: ``text``, ``contents``, ``doc``,
     ``body``; ``title`` is optional. In TSV every line has the column count of the first.
-    Ids must be non-empty, unique, and free of whitespace (TREC files could not hold them).
+    Ids must be non-empty, unique, and free of whitespace (TREC files could not hold them), and
+    no longer than ``max_id_length`` when it is given; no field may hold a NUL character.
     """
-    records = _iter_records(path, "document", _corpus_json, _corpus_tsv_parser())
+    parse_tsv = _corpus_tsv_parser()
+    records = _iter_records(path, "document", _corpus_json, parse_tsv, max_id_length)
     for docid, title, text in records:
         yield CorpusDoc(docid=docid, title=title, text=text)
 
@@ -534,13 +569,16 @@ def _query_tsv(path: str | Path, number: int, line: str) -> tuple[str, str, str]
     return qid, "", text
 
 
-def iter_queries(path: str | Path) -> Iterator[QueryRow]:
+def iter_queries(path: str | Path, *, max_id_length: int | None = None) -> Iterator[QueryRow]:
     """Stream queries from BEIR ``queries.jsonl`` or TSV ``qid<TAB>text`` (the TREC DL topics).
 
     JSON id keys: ``_id``, ``qid``, ``query_id``; text keys: ``text``, ``query``; optional
     ``description``, ``narrative`` and ``notes`` become the query's description (joined by a
     blank line), shown to judges beside the query. TSV lines have exactly 2 columns. Qids must
-    be non-empty, unique and free of whitespace.
+    be non-empty, unique, free of whitespace and no longer than ``max_id_length`` when it is
+    given; no field may hold a NUL character.
     """
-    for qid, description, text in _iter_records(path, "query", _query_json, _query_tsv):
+    fields = ("the id", "the description", "the text")
+    records = _iter_records(path, "query", _query_json, _query_tsv, max_id_length, fields)
+    for qid, description, text in records:
         yield QueryRow(qid=qid, text=text, description=description)

@@ -1,0 +1,92 @@
+"""Getting data into and out of a project: what bad input does, and what a failure leaves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotation.models import Document, Project, Query
+from annotation.services import project_create
+from judging.models import WorkUnit
+from pooling.models import Pool, PoolItem, Run, RunResult
+from pooling.trec import FormatError, read_run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project(db: None) -> Project:
+    return project_create(slug="docs", name="Docs")
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def doc(docid: str, text: str = "some text", **more: str) -> str:
+    return json.dumps({"_id": docid, "text": text, **more})
+
+
+def snapshot() -> tuple[int, ...]:
+    models = (Document, Query, Run, RunResult, Pool, PoolItem, WorkUnit)
+    return tuple(model.objects.count() for model in models)
+
+
+def refused(*args: str) -> str:
+    """Run a command that must fail, check it changed nothing, return its message."""
+    before = snapshot()
+    with pytest.raises(CommandError) as error:
+        call_command(*args)
+    assert snapshot() == before
+    return str(error.value)
+
+
+# --- NUL characters and ids longer than a column holds (PostgreSQL refused them with a
+# --- server error; SQLite stored them, and the qrels written from them broke TREC tools)
+
+
+def test_it_refuses_a_nul_in_a_document_text_naming_the_line(project, tmp_path: Path) -> None:
+    call_command("import_corpus", "docs", str(write(tmp_path / "a.jsonl", [doc("a")])))
+    lines = [doc(f"d{i}") for i in range(50)] + [doc("bad", "before\u0000after")]
+    message = refused("import_corpus", "docs", str(write(tmp_path / "c.jsonl", lines)))
+    assert "c.jsonl:51: the text holds a NUL character" in message
+
+
+def test_it_refuses_a_nul_in_a_tsv_title_or_a_query_description(project, tmp_path: Path) -> None:
+    tsv = write(tmp_path / "c.tsv", ["a\tTitle\tText", "b\tTi\x00tle\tText"])
+    assert "c.tsv:2: the title holds a NUL" in refused("import_corpus", "docs", str(tsv))
+    topics = [json.dumps({"_id": "q1", "text": "x", "narrative": "n\u0000"})]
+    path = write(tmp_path / "q.jsonl", topics)
+    assert "q.jsonl:1: the description holds a NUL" in refused("import_queries", "docs", str(path))
+
+
+def test_it_refuses_a_nul_in_a_run_line(project, tmp_path: Path) -> None:
+    run = write(tmp_path / "r.run", ["q1 Q0 a 1 2.0 s", "q1 Q0 b\x00 2 1.0 s"])
+    assert "r.run:2: the line holds a NUL character" in refused("import_runs", "docs", str(run))
+
+
+def test_the_run_reader_refuses_a_nul_only_for_storage(tmp_path: Path) -> None:
+    run = write(tmp_path / "r.run", ["q1 Q0 a 1 2.0 s", "q1 Q0 a\x00 1 2.0 s"])
+    assert len(read_run(run)["q1"]) == 2  # the file-level commands keep their reading
+    with pytest.raises(FormatError, match=r"r\.run:2: the line holds a NUL"):
+        read_run(run, max_id_length=200)
+
+
+def test_it_refuses_ids_longer_than_the_database_holds(project, tmp_path: Path) -> None:
+    long_id = "x" * 201
+    corpus = write(tmp_path / "c.tsv", ["a\ttext", f"{long_id}\ttext"])
+    assert "c.tsv:2: document id 'xxx" in refused("import_corpus", "docs", str(corpus))
+    queries = write(tmp_path / "q.tsv", [f"{long_id}\tquestion"])
+    assert "(at most 200)" in refused("import_queries", "docs", str(queries))
+    run = write(tmp_path / "r.run", ["q1 Q0 a 1 2.0 s", f"q1 Q0 {long_id} 2 1.0 s"])
+    assert "r.run:2: document id" in refused("import_runs", "docs", str(run))
+    tagged = write(tmp_path / "t.run", [f"q1 Q0 a 1 2.0 {long_id}"])
+    assert "run name is 201 characters" in refused("import_runs", "docs", str(tagged))
+    # exactly at the limit is fine
+    call_command("import_corpus", "docs", str(write(tmp_path / "ok.tsv", ["y" * 200 + "\tt"])))
+    assert Document.objects.filter(docid="y" * 200).exists()
