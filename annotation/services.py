@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from assay.db import bulk_insert, lock_parent, max_length
-from pooling.trec import iter_corpus, iter_queries
+from pooling.trec import FormatError, iter_corpus, iter_queries
 
 from .models import (
     Document,
@@ -87,7 +87,7 @@ def corpus_import(*, project: Project, path: str | Path) -> ImportReport:
     fresh = _skip_existing(docs, lambda d: d.docid, existing)
     rows = ((project.pk, doc.docid, doc.title, doc.text) for doc in fresh)
     created = bulk_insert(Document, ["project_id", "docid", "title", "text"], rows)
-    return ImportReport(created=created, unchanged=fresh.skipped)
+    return _report(path, "documents", created, fresh.skipped)
 
 
 @transaction.atomic
@@ -100,7 +100,14 @@ def queries_import(*, project: Project, path: str | Path) -> ImportReport:
     # Imported queries belong to the single stratum ("") until a stratified sample sets one.
     rows = ((project.pk, query.qid, query.text, query.description, "") for query in fresh)
     created = bulk_insert(Query, ["project_id", "qid", "text", "description", "stratum"], rows)
-    return ImportReport(created=created, unchanged=fresh.skipped)
+    return _report(path, "queries", created, fresh.skipped)
+
+
+def _report(path: str | Path, kind: str, created: int, unchanged: int) -> ImportReport:
+    # An empty file is a wrong path or a failed download; "0 created" would hide it.
+    if not created and not unchanged:
+        raise FormatError(path, 0, f"the file holds no {kind}")
+    return ImportReport(created=created, unchanged=unchanged)
 
 
 class _skip_existing[T]:

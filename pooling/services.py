@@ -36,6 +36,9 @@ def run_import(
     # A longer id would fail on PostgreSQL's varchar (SQLite does not check): say which line.
     longest = min(max_length(RunResult, "qid"), max_length(RunResult, "docid"))
     ranked = read_run(path, max_id_length=longest)
+    if not ranked:
+        # Even when named: an empty run is a wrong path or a failed download, never a system.
+        raise PoolingError(f"{path}: the run file is empty")
     run_name = name or _single_tag(ranked, path)
     return run_create(
         project=project, name=run_name, ranked=ranked, source=Path(path).name, user=user
@@ -76,8 +79,6 @@ def _single_tag(ranked: dict[str, list[RunRow]], path: str | Path) -> str:
     tags = {row.tag for rows in ranked.values() for row in rows}
     if len(tags) == 1:
         return tags.pop()
-    if not tags:
-        raise PoolingError(f"{path}: the run file is empty")
     listed = ", ".join(sorted(tags)[:5])
     raise PoolingError(f"{path}: the file holds several run tags ({listed}); give a name")
 

@@ -90,3 +90,16 @@ def test_it_refuses_ids_longer_than_the_database_holds(project, tmp_path: Path) 
     # exactly at the limit is fine
     call_command("import_corpus", "docs", str(write(tmp_path / "ok.tsv", ["y" * 200 + "\tt"])))
     assert Document.objects.filter(docid="y" * 200).exists()
+
+
+# --- empty files: "0 created" (or an empty run under --name) hid a wrong path
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"\xef\xbb\xbf\r\n  \r\n"])
+def test_it_refuses_an_empty_file(project, tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "empty.txt"
+    path.write_bytes(content)
+    assert "empty.txt: the file holds no documents" in refused("import_corpus", "docs", str(path))
+    assert "empty.txt: the file holds no queries" in refused("import_queries", "docs", str(path))
+    assert "the run file is empty" in refused("import_runs", "docs", str(path))
+    assert "the run file is empty" in refused("import_runs", "docs", str(path), "--name", "x")
