@@ -115,6 +115,9 @@ def pool_build(
     entries = depth_pool(top, depth, qids=queries.keys())
     _check_documents(project, entries, documents, skip_missing=skip_missing)
     entries = [e for e in entries if e.docid in documents]
+    if not entries:
+        # An empty pool would become the current pool and take the judges' work away.
+        raise PoolingError(_nothing_to_pool(project, top, queries.keys()))
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     pool = Pool.objects.create(project=project, depth=depth, seed=seed)
     pool.runs.set(runs)
@@ -199,6 +202,22 @@ def _check_documents(
             f"{len(missing)} pooled documents are not in the corpus of {project.slug!r} "
             f"(e.g. {examples}); import the corpus that holds them, or skip them explicitly"
         )
+
+
+def _nothing_to_pool(
+    project: Project, top: Mapping[str, Mapping[str, object]], qids: Iterable[str]
+) -> str:
+    held = sorted(qids)
+    if not held:
+        return f"project {project.slug!r} has no queries to pool; import queries first"
+    pooled = sorted({qid for per_query in top.values() for qid in per_query})
+    if pooled:
+        return "every pooled document is missing from the corpus; nothing is left to judge"
+    # Often the same queries under other ids (a prefix, another numbering): show both sides.
+    return (
+        f"none of the runs' queries is a query of {project.slug!r} "
+        f"(project queries: {', '.join(held[:5])}); check the query ids of the runs"
+    )
 
 
 def display_order(entries: Sequence[PoolEntry], seed: int) -> list[PoolEntry]:

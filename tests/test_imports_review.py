@@ -103,3 +103,30 @@ def test_it_refuses_an_empty_file(project, tmp_path: Path, content: bytes) -> No
     assert "empty.txt: the file holds no queries" in refused("import_queries", "docs", str(path))
     assert "the run file is empty" in refused("import_runs", "docs", str(path))
     assert "the run file is empty" in refused("import_runs", "docs", str(path), "--name", "x")
+
+
+# --- a pool with nothing in it became the current pool and took the judges' work away
+
+
+def test_it_refuses_a_pool_with_no_pair_to_judge(project, tmp_path: Path) -> None:
+    call_command("import_corpus", "docs", str(write(tmp_path / "c.tsv", ["a\ttext", "b\ttext"])))
+    run = write(tmp_path / "r.run", ["Q1 Q0 a 1 1.0 s", "q2 Q0 zz 1 1.0 s"])
+    call_command("import_runs", "docs", str(run))
+    assert "has no queries to pool" in refused("build_pool", "docs")
+    call_command("import_queries", "docs", str(write(tmp_path / "q.tsv", ["q1\tone", "q3\t3"])))
+    message = refused("build_pool", "docs", "--skip-missing")
+    assert "none of the runs' queries is a query of 'docs' (project queries: q1, q3)" in message
+    call_command("import_queries", "docs", str(write(tmp_path / "q2.tsv", ["q2\ttwo"])))
+    message = refused("build_pool", "docs", "--skip-missing")
+    assert "every pooled document is missing from the corpus" in message
+
+
+def test_the_pool_task_builds_nothing_when_nothing_is_to_judge(project, tmp_path: Path) -> None:
+    from pooling.tasks import pool_build_task
+
+    call_command("import_corpus", "docs", str(write(tmp_path / "c.tsv", ["a\ttext"])))
+    call_command("import_queries", "docs", str(write(tmp_path / "q.tsv", ["q1\tone"])))
+    call_command("import_runs", "docs", str(write(tmp_path / "r.run", ["Q1 Q0 a 1 1.0 s"])))
+    before = snapshot()
+    assert pool_build_task(project.pk, [Run.objects.get().pk], 10, 1) is None
+    assert snapshot() == before
