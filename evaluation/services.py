@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from django.contrib.auth.models import User
+
 from annotation.models import Project
 from judging.models import Judgment, Kind
 from pooling.trec import format_qrels_line
@@ -12,6 +14,10 @@ from pooling.trec import format_qrels_line
 
 class Writer(Protocol):
     def write(self, text: str, /) -> object: ...
+
+
+class ExportError(ValueError):
+    """An export that cannot be made as asked; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -27,8 +33,11 @@ def qrels_export(*, project: Project, out: Writer, annotator: str | None = None)
     only current answers that are grades count (unsure, skipped and undone items are left out).
     Until adjudication exists, a pair graded by several people takes the grade of the person
     who judged it first, and is counted in `conflicting` when the others' grades differ. With
-    `annotator`, only that person's grades are written (one file per judge feeds `agreement`).
+    `annotator`, only that person's grades are written (one file per judge feeds `agreement`);
+    a name that is no user's is an ExportError, raised before anything is written.
     """
+    if annotator is not None:
+        _check_annotator(annotator)
     current = _current_grades(project, annotator)
     kept: dict[tuple[str, str], int] = {}
     conflicting = 0
@@ -39,6 +48,13 @@ def qrels_export(*, project: Project, out: Writer, annotator: str | None = None)
     for (qid, docid), grade in sorted(kept.items()):
         out.write(format_qrels_line(qid, docid, grade) + "\n")
     return ExportReport(pairs=len(kept), conflicting=conflicting)
+
+
+def _check_annotator(username: str) -> None:
+    # A mistyped name would give an empty file, and `agreement` on it would compare nothing.
+    # No username holds a NUL (and PostgreSQL refuses one in a query).
+    if "\x00" in username or not User.objects.filter(username=username).exists():
+        raise ExportError(f"no user named {username!r}")
 
 
 def _current_grades(

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from annotation.access import Access, project_for_lead
 
-from .services import qrels_export
+from .services import ExportError, qrels_export
 
 
 def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
@@ -24,7 +24,10 @@ def qrels_download(request: HttpRequest, slug: str) -> HttpResponse:
     if annotator is not None and "\x00" in annotator:
         return HttpResponseBadRequest("annotator: no such username", content_type="text/plain")
     buffer = io.StringIO()
-    qrels_export(project=access.project, out=buffer, annotator=annotator)
+    try:
+        qrels_export(project=access.project, out=buffer, annotator=annotator)
+    except ExportError as error:
+        return HttpResponseBadRequest(f"annotator: {error}", content_type="text/plain")
     response = HttpResponse(buffer.getvalue(), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{access.project.slug}.qrels"'
     return response

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from annotation.services import project_create
 from judging.models import WorkUnit
 from pooling.models import Pool, PoolItem, Run, RunResult
 from pooling.trec import FormatError, read_run
+from tests.conftest import World
 
 pytestmark = pytest.mark.django_db
 
@@ -130,3 +132,77 @@ def test_the_pool_task_builds_nothing_when_nothing_is_to_judge(project, tmp_path
     before = snapshot()
     assert pool_build_task(project.pk, [Run.objects.get().pk], 10, 1) is None
     assert snapshot() == before
+
+
+# --- exports
+
+
+def judge(item: PoolItem, user, kind: str = "grade", grade: int | None = None) -> None:
+    from judging.models import Judgment
+
+    Judgment.objects.create(pool_item=item, user=user, kind=kind, grade=grade, seconds_spent=1)
+
+
+def test_it_refuses_an_unknown_annotator_and_leaves_the_file_alone(
+    world: World, tmp_path: Path
+) -> None:
+    from django.urls import reverse
+
+    out = tmp_path / "bob.qrels"
+    out.write_text("kept\n")
+    with pytest.raises(CommandError, match=r"no user named 'bbo'\. Nothing was written"):
+        call_command("export_qrels", world.project.slug, "--annotator", "bbo", "-o", str(out))
+    assert out.read_text() == "kept\n"
+    lead = world.client_for(world.lead)
+    url = reverse("qrels_download", args=[world.project.slug])
+    response = lead.get(url, {"annotator": "bbo"})
+    assert response.status_code == 400
+    assert "no user named 'bbo'" in response.content.decode()
+    # a member with no grade yet is no mistake: an empty file
+    call_command("export_qrels", world.project.slug, "--annotator", "bob", "-o", str(out))
+    assert out.read_text() == ""
+
+
+def test_it_says_when_the_output_cannot_be_written(world: World, tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="No such file or directory"):
+        call_command("export_qrels", world.project.slug, "-o", str(tmp_path / "no" / "q.qrels"))
+
+
+def test_the_exported_qrels_reimport_and_score_as_the_grades_say(
+    world: World, tmp_path: Path
+) -> None:
+    from pooling.trec import RunRow, read_qrels, write_run
+
+    pool = Pool.objects.get(project=world.project)
+    items = {
+        (i.query.qid, i.document.docid): i for i in pool.items.select_related("query", "document")
+    }
+    alice, bob = world.alice, world.bob
+    judge(items["q1", "d1"], alice, grade=3)
+    judge(items["q1", "d1"], alice, grade=2)  # her current grade
+    judge(items["q1", "d1"], bob, grade=0)  # double-judged: the first judge's grade stands
+    judge(items["q1", "d2"], alice, "unsure")
+    judge(items["q1", "d3"], bob, grade=1)
+    judge(items["q1", "d3"], bob, "undo")
+    judge(items["q2", "d1"], bob, grade=1)
+    judge(items["q2", "d2"], alice, grade=3)
+    out = tmp_path / "golden.qrels"
+    call_command("export_qrels", world.project.slug, "-o", str(out))
+    expected = {"q1": {"d1": 2}, "q2": {"d1": 1, "d2": 3}}
+    assert read_qrels(out) == expected
+    assert out.read_text().splitlines() == ["q1 0 d1 2", "q2 0 d1 1", "q2 0 d2 3"]
+
+    run = tmp_path / "a.run"
+    with run.open("w") as fh:
+        stored = Run.objects.get(project=world.project, name="a").results.order_by("qid", "rank")
+        write_run((RunRow(r.qid, r.docid, r.rank, r.score, "a") for r in stored), fh)
+    hand = write(tmp_path / "hand.qrels", ["q1 0 d1 2", "q2 0 d1 1", "q2 0 d2 3"])
+    scores = []
+    for qrels in (out, hand):
+        buffer = io.StringIO()
+        call_command(
+            "evaluate", "--qrels", str(qrels), "--run", str(run), "--format", "json", stdout=buffer
+        )
+        scores.append(json.loads(buffer.getvalue())["runs"][str(run)])
+    assert scores[0] == scores[1]
+    assert scores[0]["queries"]["scored"] == 2
