@@ -206,3 +206,57 @@ def test_the_exported_qrels_reimport_and_score_as_the_grades_say(
         scores.append(json.loads(buffer.getvalue())["runs"][str(run)])
     assert scores[0] == scores[1]
     assert scores[0]["queries"]["scored"] == 2
+
+
+# --- a retried pool task, and a failure after part of the work
+
+
+def test_a_pool_task_failing_midway_keeps_nothing_and_its_retry_builds_one_pool(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pooling.services
+    from pooling.tasks import pool_build_task
+
+    runs = [run.pk for run in world.project.runs.all()]
+    before = snapshot()
+
+    def crash(**kwargs: object) -> int:
+        raise ConnectionError("the database went away after the pool items")
+
+    monkeypatch.setattr(pooling.services, "work_units_create", crash)
+    with pytest.raises(ConnectionError):
+        pool_build_task(world.project.pk, runs, 2, 11)
+    assert snapshot() == before
+    monkeypatch.undo()
+    first = pool_build_task(world.project.pk, runs, 2, 11)
+    assert pool_build_task(world.project.pk, runs[::-1], 2, 11) == first
+    after = snapshot()
+    assert after[4] == before[4] + 1  # one pool more, with its items and work units once
+    assert after[5] - before[5] == PoolItem.objects.filter(pool_id=first).count()
+    assert after[6] - before[6] == WorkUnit.objects.filter(pool_id=first).count() == 2
+
+
+# --- real data
+
+
+DL19 = Path(__file__).resolve().parents[2] / "shared" / "data" / "trec-dl-2019-passage"
+
+
+@pytest.mark.data
+@pytest.mark.skipif(not DL19.exists(), reason="real TREC DL 2019 data (../shared/data) not present")
+def test_it_imports_trec_dl_2019_and_refuses_a_second_import_of_the_run(
+    project, tmp_path: Path
+) -> None:
+    call_command("import_corpus", "docs", str(DL19 / "dl2019_passages.jsonl"))
+    call_command("import_queries", "docs", str(DL19 / "topics.dl19-passage.txt"))
+    run = DL19 / "runs" / "ICT-BERT2.judged-topics.run.gz"
+    call_command("import_runs", "docs", str(run))
+    assert (Document.objects.count(), Query.objects.count()) == (10818, 43)
+    assert RunResult.objects.count() == 860
+    # re-running: documents and queries are left as they were, the run is refused
+    out = io.StringIO()
+    call_command("import_corpus", "docs", str(DL19 / "dl2019_passages.jsonl"), stdout=out)
+    assert "0 created, 10818 already present" in out.getvalue()
+    assert "already has a run named 'ICT-BERT2'" in refused("import_runs", "docs", str(run))
+    call_command("build_pool", "docs", "--depth", "10", "--skip-missing")
+    assert PoolItem.objects.count() > 0
