@@ -260,3 +260,17 @@ def test_it_imports_trec_dl_2019_and_refuses_a_second_import_of_the_run(
     assert "already has a run named 'ICT-BERT2'" in refused("import_runs", "docs", str(run))
     call_command("build_pool", "docs", "--depth", "10", "--skip-missing")
     assert PoolItem.objects.count() > 0
+
+
+def test_the_pool_task_refuses_runs_of_another_project(world: World) -> None:
+    from annotation.services import project_create
+    from pooling.services import run_create
+    from pooling.tasks import pool_build_task
+    from pooling.trec import RunRow
+
+    other = project_create(slug="other", name="Other")
+    foreign = run_create(project=other, name="x", ranked={"q": [RunRow("q", "d", 1, 1.0, "x")]})
+    runs = [run.pk for run in world.project.runs.all()]
+    before = snapshot()
+    assert pool_build_task(world.project.pk, [*runs, foreign.pk], 2, 11) is None
+    assert snapshot() == before
