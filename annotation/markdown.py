@@ -53,6 +53,12 @@ def render(text: str) -> str:
     return "\n".join(blocks)
 
 
+def render_inline(text: str) -> str:
+    """Only the inline marks (**bold**, *italic*, `code`), for one-line fields such as a
+    grade's definition or a ruling; every character of `text` is escaped first."""
+    return _inline(html.escape(text))
+
+
 def _inline(text: str) -> str:
     for pattern, replacement in _INLINE:
         text = pattern.sub(replacement, text)

@@ -153,6 +153,24 @@ def test_it_shows_the_protocol_panel_with_searchable_rulings(world: World) -> No
     assert "<kbd>3</kbd> Perfect" in page  # the grade buttons use the protocol's labels
 
 
+def test_it_renders_the_inline_marks_of_definitions_anchors_and_rulings_escaped(
+    world: World,
+) -> None:
+    form = draft_form(
+        grade_definition=["answers *all* of it", "answers `most`", "on topic", "nothing", ""],
+        anchor_why=["the **whole** answer <img src=x onerror=alert(1)>", ""],
+        ruling_text=["*Team plan pricing* gets 1 <script>alert(1)</script>", ""],
+    )
+    client = world.client_for(world.lead)
+    assert client.post(reverse("protocol_edit", args=[world.project.slug]), form).status_code == 302
+    page = judge_page(world.client_for(world.bob), world.project.slug)
+    assert "Perfect</strong>: answers <em>all</em> of it" in page
+    assert "answers <code>most</code>" in page
+    assert "the <strong>whole</strong> answer &lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<em>Team plan pricing</em> gets 1 &lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script>alert(1)" not in page and "<img src=x" not in page
+
+
 def test_it_lists_versions_and_their_diffs_to_members(world: World) -> None:
     publish_v2(world)
     client = world.client_for(world.alice)
