@@ -29,24 +29,71 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--qrels", required=True)
-        parser.add_argument("--baseline", required=True, help="the incumbent's run file")
-        parser.add_argument("--candidate", required=True, help="the candidate's run file")
-        parser.add_argument("--metric", default="ndcg@10")
-        parser.add_argument("--gain", choices=["exponential", "linear"], default="exponential")
-        parser.add_argument("--rel-threshold", type=int, default=1)
-        parser.add_argument("--empty", choices=["skip", "zero"], default="skip")
-        parser.add_argument("--bootstrap", type=int, default=10_000, help="0: normal interval")
-        parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--must-never-break", help="file of `qid docid` lines")
-        parser.add_argument("--format", choices=["text", "json"], default="text")
+        parser.add_argument("--qrels", required=True, metavar="FILE", help="qid 0 docid grade")
+        parser.add_argument(
+            "--baseline", required=True, metavar="FILE", help="the incumbent's run file"
+        )
+        parser.add_argument(
+            "--candidate", required=True, metavar="FILE", help="the candidate's run file"
+        )
+        parser.add_argument(
+            "--metric",
+            default="ndcg@10",
+            help="the one measure the verdict is on (default ndcg@10): ndcg@K, recall@K, p@K, "
+            "hit@K, judged@K, mrr, mrr@K or map; recall@100 and hit@5 are always reported "
+            "beside it",
+        )
+        parser.add_argument(
+            "--gain",
+            choices=["exponential", "linear"],
+            default="exponential",
+            help="nDCG gain: 2^grade - 1 (exponential, default) or grade (linear, trec_eval's)",
+        )
+        parser.add_argument(
+            "--rel-threshold",
+            type=int,
+            default=1,
+            metavar="T",
+            help="grade >= T is relevant for the binary measures (default 1)",
+        )
+        parser.add_argument(
+            "--empty",
+            choices=["skip", "zero"],
+            default="skip",
+            help="queries of the qrels without a relevant document: skipped (default) or scored 0",
+        )
+        parser.add_argument(
+            "--bootstrap",
+            type=int,
+            default=10_000,
+            metavar="N",
+            help="paired bootstrap resamples for the 95%% interval (default 10000); "
+            "0: the normal interval mean +/- z*se",
+        )
+        parser.add_argument(
+            "--seed", type=int, default=0, help="bootstrap and permutation seed (default 0)"
+        )
+        parser.add_argument(
+            "--must-never-break",
+            metavar="FILE",
+            help="`qid docid` lines (# starts a comment): the gate fails when the candidate "
+            "puts such a document below rank 3 or does not retrieve it",
+        )
+        parser.add_argument(
+            "--format",
+            choices=["text", "json"],
+            default="text",
+            help="text (default): the five-line report and the verdict; json: the same "
+            "numbers with the sign test, t-test and permutation test",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         contract = Contract(
             gain=options["gain"], rel_threshold=options["rel_threshold"], empty=options["empty"]
         )
         try:
-            metric = parse_measures(options["metric"])[0]
+            metric = single_metric(options["metric"])
+            check_resampling(options["bootstrap"], options["seed"])
             measures = parse_measures([metric, *SECONDARY])
             qrels = read_qrels(options["qrels"])
             base_run, cand_run = read_run(options["baseline"]), read_run(options["candidate"])
@@ -77,6 +124,26 @@ class Command(BaseCommand):
             self.stdout.write("\n".join(text_report(report, base, contract, options)))
         if report.exit_code:
             raise SystemExit(report.exit_code)
+
+
+def single_metric(text: str) -> str:
+    """The verdict is on one measure: refuse a list rather than silently keep its first."""
+    names = parse_measures(text)
+    if len(names) != 1:
+        raise ValueError(
+            f"--metric takes one measure, not {len(names)} ({', '.join(names)}); "
+            "recall@100 and hit@5 are reported beside it anyway"
+        )
+    return names[0]
+
+
+def check_resampling(bootstrap: int, seed: int) -> None:
+    if bootstrap < 0:
+        raise ValueError(
+            f"--bootstrap must be 0 (the normal interval) or a number of resamples, not {bootstrap}"
+        )
+    if seed < 0:
+        raise ValueError(f"--seed must be a whole number >= 0, not {seed}")
 
 
 def text_report(
