@@ -64,7 +64,7 @@ def test_it_refuses_a_negative_bootstrap_count_to_compare(files: dict[str, str])
         run("compare", *compare_args(files, "--bootstrap", "-1"))
 
 
-@pytest.mark.parametrize("command", ["compare"])
+@pytest.mark.parametrize("command", ["compare", "agreement"])
 def test_it_names_the_seed_option_when_it_is_negative(files: dict[str, str], command: str) -> None:
     args = (
         compare_args(files)
@@ -81,6 +81,11 @@ def test_its_help_states_every_compare_default() -> None:
         assert default in text
     assert "exponential, default" in text and "skipped (default)" in text
     assert "text (default)" in text and "below rank 3" in text
+
+
+def test_its_help_states_the_agreement_defaults() -> None:
+    text = " ".join(help_text("agreement", "agreement").split())
+    assert "binary kappa (default 1)" in text and "text (default)" in text
 
 
 # --------------------------------------------------------------------------- real data

@@ -36,9 +36,17 @@ class Command(BaseCommand):
         parser.add_argument("--a", required=True, metavar="QRELS_A", help="qrels of judge A")
         parser.add_argument("--b", required=True, metavar="QRELS_B", help="qrels of judge B")
         parser.add_argument(
-            "--threshold", type=int, default=1, help="grades >= this are relevant (binary kappa)"
+            "--threshold",
+            type=int,
+            default=1,
+            help="grades >= this are relevant, for the binary kappa (default 1)",
         )
-        parser.add_argument("--format", choices=("text", "json"), default="text")
+        parser.add_argument(
+            "--format",
+            choices=("text", "json"),
+            default="text",
+            help="text (default): the report for a person; json: the stable shape CI parses",
+        )
         parser.add_argument(
             "--bootstrap",
             type=int,
@@ -60,6 +68,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["seed"] < 0:
+            raise CommandError(f"--seed must be a whole number >= 0, not {options['seed']}")
         qrels = {}
         for side in ("a", "b"):
             try:
