@@ -88,6 +88,15 @@ def test_its_help_states_the_agreement_defaults() -> None:
     assert "binary kappa (default 1)" in text and "text (default)" in text
 
 
+# --------------------------------------------------------------------------- evaluate
+
+
+def test_it_refuses_a_run_given_twice_to_evaluate(files: dict[str, str]) -> None:
+    # The run's path names it in every format: a second copy used to vanish from the output.
+    with pytest.raises(CommandError, match="is given twice"):
+        run("evaluate", "--qrels", files["qrels"], "--run", files["a"], "--run", files["a"])
+
+
 # --------------------------------------------------------------------------- real data
 
 needs_dl19 = pytest.mark.skipif(
@@ -103,6 +112,22 @@ def manage(*args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="assay.settings.test")
     command = [sys.executable, "manage.py", *args]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+
+
+@pytest.mark.data
+@needs_dl19
+def test_evaluate_keeps_its_json_shape_on_trec_dl_2019() -> None:
+    evaluated = manage("evaluate", "--qrels", DL19_QRELS, "--run", BM25, "--format", "json")
+    assert evaluated.returncode == 0, evaluated.stderr
+    document = json.loads(evaluated.stdout)
+    assert document["contract"]["gain"] == "exponential"
+    assert document["contract"]["rel_threshold"] == 1 and document["contract"]["empty"] == "skip"
+    scores = document["runs"][BM25]
+    assert set(scores["mean"]) == {"ndcg@10", "recall@100", "mrr", "map", "p@10", "hit@5"}
+    assert len(scores["per_query"]) == 43
+    assert scores["queries"] == {"scored": 43, "skipped_no_relevant": 0, "missing_from_run": 0}
+    twice = manage("evaluate", "--qrels", DL19_QRELS, "--run", BM25, "--run", BM25)
+    assert twice.returncode == 1 and "is given twice" in twice.stderr and not twice.stdout
 
 
 @pytest.mark.data

@@ -86,6 +86,7 @@ class Command(BaseCommand):
         try:
             contract = Contract(options["gain"], options["rel_threshold"], options["empty"])
             measures = parse_measures(options["metrics"])
+            check_distinct(options["run"])
             scores = evaluate_files(options["qrels"], options["run"], measures, contract)
         except (FormatError, ValueError) as error:
             raise CommandError(str(error)) from error
@@ -94,6 +95,15 @@ class Command(BaseCommand):
         render = {"table": render_table, "json": render_json, "csv": render_csv}
         text = render[options["format"]](scores, measures, contract, options["per_query"])
         self.stdout.write(text, ending="")
+
+
+def check_distinct(runs: list[str]) -> None:
+    """The path names the run in every format, so a run given twice would be scored once."""
+    seen: set[str] = set()
+    for run in runs:
+        if run in seen:
+            raise ValueError(f"run name {run!r} is given twice; each run needs its own")
+        seen.add(run)
 
 
 def cutoffs(measures: list[str]) -> list[int]:
