@@ -17,6 +17,10 @@ import pytest
 from django.core.management import call_command, load_command_class
 from django.core.management.base import CommandError
 
+from annotation.models import QueryLog
+from tests.conftest import World
+from tests.test_sampling_web import make_log
+
 REPO = Path(__file__).resolve().parents[1]
 DL19 = REPO.parent / "shared" / "data" / "trec-dl-2019-passage"
 
@@ -95,6 +99,20 @@ def test_it_refuses_a_run_given_twice_to_evaluate(files: dict[str, str]) -> None
     # The run's path names it in every format: a second copy used to vanish from the output.
     with pytest.raises(CommandError, match="is given twice"):
         run("evaluate", "--qrels", files["qrels"], "--run", files["a"], "--run", files["a"])
+
+
+# --------------------------------------------------------------------------- import_log
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("flag", ["--accept", "--weighted"])
+def test_it_refuses_a_sample_flag_without_a_quota(world: World, tmp_path: Path, flag: str) -> None:
+    # Without --quota nothing is drawn, so --accept used to add no query, silently.
+    path = tmp_path / "log.csv"
+    path.write_bytes(make_log())
+    with pytest.raises(CommandError, match=f"{flag} needs --quota"):
+        run("import_log", world.project.slug, str(path), flag)
+    assert not QueryLog.objects.exists()
 
 
 # --------------------------------------------------------------------------- real data

@@ -37,13 +37,31 @@ class Command(BaseCommand):
         parser.add_argument("file")
         parser.add_argument("--column", default="", help="mapping, e.g. query=q,session_id=sid")
         add_definition_arguments(parser)
-        parser.add_argument("--quota", help="e.g. head=60,torso=90,tail=120,failures=30")
-        parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--weighted", action="store_true")
-        parser.add_argument("--accept", action="store_true", help="add the sample to the queries")
+        parser.add_argument(
+            "--quota",
+            help="draw a sample after the ingest, e.g. head=60,torso=90,tail=120,failures=30",
+        )
+        parser.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+        parser.add_argument(
+            "--weighted",
+            action="store_true",
+            help="with --quota: sample proportionally to frequency within a stratum",
+        )
+        parser.add_argument(
+            "--accept", action="store_true", help="with --quota: add the sample to the queries"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         project = project_by_slug(options["project"])
+        # Checked before the (possibly long) ingest: without a quota nothing is drawn, so
+        # these would be silently ignored and the user left believing queries were added.
+        if not options["quota"]:
+            given = [flag for flag in ("accept", "weighted") if options[flag]]
+            if given:
+                raise CommandError(
+                    f"--{given[0]} needs --quota (no sample is drawn without one); "
+                    "nothing was imported"
+                )
         try:
             check_seed(options["seed"], "--seed")
             requested = requested_definition(
