@@ -155,6 +155,7 @@ def test_it_prints_null_when_kappa_is_undefined(tmp_path: Path) -> None:
     assert report["band"] == "undefined"
     text = run("--a", str(same), "--b", str(same))
     assert "undefined" in text and "p_e = 1" in text
+    assert "undefined  undefined" not in text  # said once, not as a value and as its band
 
 
 def test_it_says_when_the_files_share_no_pair(tmp_path: Path) -> None:

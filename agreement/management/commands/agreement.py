@@ -119,7 +119,10 @@ def _with_ci(report: AgreementReport, name: str, value: float) -> str:
 
 
 def _kappa_line(report: AgreementReport, name: str, kappa: Kappa) -> str:
-    return f"{_with_ci(report, name, kappa.kappa)}  {landis_koch(kappa.kappa)}"
+    value = _with_ci(report, name, kappa.kappa)
+    if kappa.kappa != kappa.kappa:  # NaN: no band to name, and "undefined" once is enough
+        return value
+    return f"{value}  {landis_koch(kappa.kappa)}"
 
 
 def _confusion_table(report: AgreementReport) -> list[str]:
