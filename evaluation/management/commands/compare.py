@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from evaluation.cli import add_contract_arguments
 from evaluation.gate import (
     SECONDARY,
     GateReport,
@@ -43,25 +44,7 @@ class Command(BaseCommand):
             "hit@K, judged@K, mrr, mrr@K or map; recall@100 and hit@5 are always reported "
             "beside it",
         )
-        parser.add_argument(
-            "--gain",
-            choices=["exponential", "linear"],
-            default="exponential",
-            help="nDCG gain: 2^grade - 1 (exponential, default) or grade (linear, trec_eval's)",
-        )
-        parser.add_argument(
-            "--rel-threshold",
-            type=int,
-            default=1,
-            metavar="T",
-            help="grade >= T is relevant for the binary measures (default 1)",
-        )
-        parser.add_argument(
-            "--empty",
-            choices=["skip", "zero"],
-            default="skip",
-            help="queries of the qrels without a relevant document: skipped (default) or scored 0",
-        )
+        add_contract_arguments(parser, relevance="the binary measures")
         parser.add_argument(
             "--bootstrap",
             type=int,

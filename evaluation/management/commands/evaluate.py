@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from evaluation.cli import add_contract_arguments
 from evaluation.measures import Contract, RunScores, evaluate_files, parse_measures
 from pooling.trec import FormatError
 
@@ -46,26 +47,8 @@ class Command(BaseCommand):
             default=DEFAULT_METRICS,
             help=f"comma-separated measure names (default {DEFAULT_METRICS})",
         )
-        parser.add_argument(
-            "--gain",
-            choices=["exponential", "linear"],
-            default="exponential",
-            help="nDCG gain: 2^grade - 1 (exponential, default) or grade (linear, trec_eval's)",
-        )
-        parser.add_argument(
-            "--rel-threshold",
-            type=int,
-            default=1,
-            metavar="T",
-            help="grade >= T is relevant for recall, p, hit, mrr, map (default 1); "
-            "nDCG always uses the grades",
-        )
-        parser.add_argument(
-            "--empty",
-            choices=["skip", "zero"],
-            default="skip",
-            help="queries of the qrels without a relevant document: left out of the mean "
-            "(skip, default) or scored 0 (zero, as trec_eval -c)",
+        add_contract_arguments(
+            parser, relevance="recall, p, hit, mrr, map; nDCG always uses the grades"
         )
         parser.add_argument(
             "--per-query",
