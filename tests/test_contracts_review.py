@@ -83,7 +83,7 @@ def test_its_help_states_every_compare_default() -> None:
     text = " ".join(help_text("evaluation", "compare").split())
     for default in ("(default ndcg@10)", "(default 10000)", "(default 0)", "(default 1)"):
         assert default in text
-    assert "exponential, default" in text and "skipped (default)" in text
+    assert "exponential, default" in text and "(skip, default)" in text
     assert "text (default)" in text and "below rank 3" in text
 
 
