@@ -68,9 +68,7 @@ def describe_or_repair(
     except duckdb.OutOfMemoryException:
         raise
     except duckdb.Error as error:
-        copy = _copy_for_error(source, error)
-        if copy == "none":
-            raise LogError(f"{path}: {_message(error, source)}") from None
+        copy = _copy_or_fail(source, error, path)
     # DuckDB's sniffer itself tripped over invalid UTF-8 or a broken JSON line: repair
     # first, then look again.
     return _describe_copy(con, transcode(source, workdir, line_safe=copy == "lines"), workdir)
@@ -154,12 +152,18 @@ def _scan(
     except duckdb.OutOfMemoryException:
         raise
     except duckdb.Error as error:
-        copy = _copy_for_error(source, error)
-        if copy == "none":
-            raise LogError(f"{source.original}: {_message(error, source)}") from None
-        return Rejects(), copy
+        return Rejects(), _copy_or_fail(source, error, source.original)
     rejects = _rejects(con, source)
     return rejects, _copy_for_rejects(source, rejects)
+
+
+def _copy_or_fail(source: Source, error: duckdb.Error, name: str | Path) -> Copy:
+    """The copy that reading ``source`` again needs after ``error``; a LogError naming the
+    file as ``name`` when no copy can help."""
+    copy = _copy_for_error(source, error)
+    if copy == "none":
+        raise LogError(f"{name}: {_message(error, source)}") from None
+    return copy
 
 
 def _copy_for_error(source: Source, error: duckdb.Error) -> Copy:
