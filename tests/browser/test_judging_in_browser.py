@@ -8,22 +8,10 @@ from annotation.models import Role
 from annotation.services import membership_set
 from judging.models import Judgment
 from pooling.models import PoolItem
+from tests.browser.panel import press_and_wait, shown
 from tests.conftest import PASSWORD, make_user, small_project
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def shown(page) -> str:
-    return page.locator("#judge-panel").get_attribute("data-item") or ""
-
-
-def press_and_wait(page, key: str) -> None:
-    """Press a key and wait until htmx has swapped in a different item."""
-    before = shown(page)
-    page.keyboard.press(key)
-    page.wait_for_function(
-        "b => (document.getElementById('judge-panel').dataset.item || '') !== b", arg=before
-    )
 
 
 def expect_progress(page, done: int, total: int) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from annotation.models import Project, Role
 from annotation.services import membership_set
+from tests.browser.panel import press_and_wait, shown
 from tests.conftest import PASSWORD, make_user, small_project
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -47,18 +48,6 @@ def test_it_fits_a_phone_screen(live_server, page) -> None:
     log_in(page, live_server, "lena", f"/p/{project.slug}/judging/")
     assert page.locator("#per-query").is_visible()
     assert overflow(page) == 0  # the wide tables scroll inside their cards
-
-
-def shown(page) -> str:
-    return page.locator("#judge-panel").get_attribute("data-item") or ""
-
-
-def press_and_wait(page, key: str) -> None:
-    before = shown(page)
-    page.keyboard.press(key)
-    page.wait_for_function(
-        "b => (document.getElementById('judge-panel').dataset.item || '') !== b", arg=before
-    )
 
 
 def focused(page) -> str:
