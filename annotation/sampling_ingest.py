@@ -66,9 +66,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 import duckdb
+import numpy as np
 
+from .sampling_native import Unsupported, memory_bytes, native_reason, read_native
 from .sampling_read import (
     ReadPlan,
     Rejects,
@@ -116,12 +119,16 @@ class EngineSettings:
 
     ``threads`` None means the machine's cores, at most 4 (more threads need more memory
     for the same work); ``temp_directory`` None means a fresh private directory that is
-    deleted afterwards.
+    deleted afterwards. ``reader`` "auto" reads a regular CSV or TSV log with the compiled
+    reader (:mod:`annotation.sampling_native`) when its working set fits in the memory
+    limit, and everything else with DuckDB; "duckdb" always uses DuckDB. Both give the
+    same statistics.
     """
 
     memory_limit: str = "500MB"
     threads: int | None = None
     temp_directory: str | None = None
+    reader: Literal["auto", "duckdb"] = "auto"
 
 
 # --------------------------------------------------------------------------- ingestion
@@ -178,6 +185,15 @@ def _ingest(
         if source.log_format == "jsonl":
             # JSON objects can be large: parse only the keys that are used.
             source = replace(source, columns=tuple(used.values()))
+        note = _native_note(source, settings)
+        if not note:
+            try:
+                stats = _ingest_native(con, source, used, rule, settings, run, started)
+                if database is not None:
+                    _persist_native(con, stats)
+                return stats
+            except Unsupported as why:
+                note = str(why)
         read = ReadPlan(fields, used, unseen)
         source, rejects = read_events(con, run, source, read, workdir)
         if unseen:
@@ -193,12 +209,98 @@ def _ingest(
         report = _report(
             con, replace(source, columns=found), used, rejects, screened, rule, started, unit
         )
+        report = replace(report, reader_note=note)
         # Ids follow query-text order: sorting integers spares sorting a million strings.
         stats = fetch_stats(con, "_stats", "nid", set(stats_columns(fields)), report)
         if database is not None:
             _persist(con, report)
         run.report(1.0, f"{len(stats)} distinct queries")
         return stats
+
+
+def _native_note(source: Source, settings: EngineSettings) -> str:
+    """Why the compiled reader is not tried on ``source``, or "" when it is."""
+    if settings.reader == "duckdb":
+        return "the DuckDB reader was asked for"
+    if not memory_bytes(settings.memory_limit):
+        return f"the memory limit {settings.memory_limit!r} is not a size in bytes"
+    return native_reason(source)
+
+
+def _ingest_native(
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    used: Mapping[str, str],
+    rule: StrataDefinition,
+    settings: EngineSettings,
+    run: _Runner,
+    started: float,
+) -> LogStats:
+    """The statistics from the compiled reader, with the report the DuckDB path would give."""
+    result = read_native(
+        source,
+        used,
+        rule,
+        threads=_threads(settings),
+        budget=memory_bytes(settings.memory_limit),
+        report=run.report,
+        window_for=lambda typical: rule.reformulation_window * epoch_unit(typical)[0],
+    )
+    if result.distinct_queries == 0:
+        raise LogError(
+            f"{source.original}: no queries left: every query is blank or looks like personal data"
+        )
+    unit = epoch_unit(result.typical_time)
+    report = IngestReport(
+        path=str(source.original),
+        log_format=source.log_format,
+        columns_found=source.columns,
+        columns_used=dict(used),
+        rows=result.rows,
+        events=result.events,
+        malformed_rows=0,
+        invalid_utf8_lines=0,
+        blank_queries=result.blank,
+        unparsed_timestamps=result.bad_ts,
+        distinct_raw_queries=result.distinct_raw,
+        distinct_queries=result.distinct_queries,
+        pii_policy=rule.pii,
+        pii=result.pii,
+        pii_excluded_events=result.pii_excluded_events,
+        warnings=_warnings(source, used, (0, None), result.bad_ts, unit),
+        seconds=time.perf_counter() - started,
+        reader="native",
+    )
+    run.report(1.0, f"{len(result.stats)} distinct queries")
+    return replace(result.stats, report=report)
+
+
+def _persist_native(con: duckdb.DuckDBPyConnection, stats: LogStats) -> None:
+    """Write what the compiled reader found as the DuckDB path writes its ``_stats``."""
+    columns: dict[str, np.ndarray] = {"nid": np.arange(len(stats)), "query": stats.query}
+    columns["frequency"] = stats.frequency
+    if stats.sessions is not None:
+        columns["sessions"] = stats.sessions
+    if stats.users is not None:
+        columns["users"] = stats.users
+    rates = ("zero_result_rate", "reformulation_rate", "abandonment_rate")
+    for name in rates:
+        columns[name] = getattr(stats, name)
+    columns["pii"] = stats.pii
+    # DuckDB reads NaN from NumPy as NULL: the rates are put back to NaN, as stored by SQL.
+    listed = ", ".join(
+        f"coalesce({name}, CAST('NaN' AS DOUBLE)) AS {name}" if name in rates else name
+        for name in columns
+    )
+    con.register("_native_columns", columns)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _stats AS SELECT {listed} FROM _native_columns")
+    con.unregister("_native_columns")
+    assert stats.report is not None
+    _persist(con, stats.report)
+
+
+def _threads(settings: EngineSettings) -> int:
+    return settings.threads or min(os.cpu_count() or 1, 4)
 
 
 class _Runner:
@@ -258,7 +360,7 @@ class _Connection:
     def __enter__(self) -> tuple[duckdb.DuckDBPyConnection, Path]:
         self.workdir = Path(tempfile.mkdtemp(prefix="assay-log-", dir=self.engine.temp_directory))
         self.con = duckdb.connect(str(self.database) if self.database else ":memory:")
-        threads = self.engine.threads or min(os.cpu_count() or 1, 4)
+        threads = _threads(self.engine)
         for statement in (
             f"SET memory_limit = {sql_string(self.engine.memory_limit)}",
             f"SET threads = {int(threads)}",
@@ -443,6 +545,11 @@ def _epoch_unit(con: duckdb.DuckDBPyConnection) -> tuple[float, str]:
     8601 times are converted to seconds and count as seconds.
     """
     (typical,) = one(con, "SELECT median(max_ts) FROM _norms WHERE NOT isnan(max_ts)")
+    return epoch_unit(typical)
+
+
+def epoch_unit(typical: float | None) -> tuple[float, str]:
+    """Units per second and the unit's name, for the median of the queries' latest times."""
     for bound, per_second, name in _EPOCH_UNITS:
         if typical is not None and typical > bound:
             return per_second, name

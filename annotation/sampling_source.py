@@ -38,6 +38,8 @@ __all__ = [
     "field_sql",
     "identifier",
     "is_encoding_error",
+    "is_numeric_type",
+    "is_temporal_type",
     "locate",
     "resolve_source",
     "sql_string",
@@ -556,6 +558,16 @@ def _types(source: Source, column: str) -> tuple[str, str]:
     hint = (source.types or {}).get(column, "VARCHAR").upper()
     read = hint if source.log_format == "parquet" else "VARCHAR"
     return read, hint
+
+
+def is_numeric_type(type_name: str) -> bool:
+    """Whether a DuckDB type name (upper case) is a number type."""
+    return _is(_NUMERIC, type_name)
+
+
+def is_temporal_type(type_name: str) -> bool:
+    """Whether a DuckDB type name (upper case) is a date or timestamp type."""
+    return _is(_TEMPORAL, type_name)
 
 
 def _is(kind: Sequence[str], type_name: str) -> bool:

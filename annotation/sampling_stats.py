@@ -59,8 +59,12 @@ class IngestReport:
     pii_excluded_events: int
     warnings: tuple[str, ...]
     seconds: float
-    # Added later: reports stored before it read back with 0.
+    # Added later: reports stored before them read back with these defaults.
     nul_lines: int = 0
+    # Which reader produced the statistics ("native": the compiled reader of regular CSV
+    # and TSV logs; "duckdb"), and why DuckDB read a log the compiled reader did not take.
+    reader: str = "duckdb"
+    reader_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

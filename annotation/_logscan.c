@@ -1,0 +1,1927 @@
+/* The compiled log reader: a regular CSV or TSV search log to per-query statistics.
+ *
+ * It computes exactly what the SQL of annotation/sampling_sql.py computes, for the logs it
+ * can read without doubt: every line one record with the header's number of fields, valid
+ * UTF-8 without NUL, LF or CR LF line ends, clean quoting, numbers and ISO 8601 times in
+ * their plain forms. At the first line outside that subset it stops and says why; the
+ * caller then reads the log with DuckDB, which handles (and reports) everything else. So
+ * the two readers never disagree: this one either gives DuckDB's answer or none.
+ *
+ * Why compiled: the statistics need a pass over every line, a dictionary of distinct
+ * strings and a walk through every session in time order. DuckDB does each with general
+ * operators (hash aggregations, a window sort of all lines); here the dictionaries are
+ * built while parsing, sessions come out of a counting sort by dense session id (logs are
+ * ordered by time, so that sort barely leaves the cache), and both file halves are parsed
+ * on their own threads.
+ *
+ * Phases, one method each (annotation/sampling_native.py drives them):
+ *   read()      parse the file on N threads: per line the raw query (an id in a dictionary
+ *               of distinct strings), session and user (dense ids), time and click; per
+ *               raw string the sums of its lines;
+ *   foreign()   normalise the ASCII raw strings here; return the others for Python;
+ *   screen()    group raw strings by normalised text; return the texts the privacy screen
+ *               must see (those with a digit, "@" or "=");
+ *   number()    group by the text kept (masked or not), sort it, give dense ids in text
+ *               order, sum per query;
+ *   follow()    distinct sessions and users per query, the session walk: successors,
+ *               abandonment, and the similarity test of (query, next query) pairs.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <locale.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NONE UINT32_MAX
+#define BLOCK_LINES (1u << 20)
+#define READ_BYTES (16u << 20)
+#define MAX_THREADS 8
+
+/* ------------------------------------------------------------------ memory budget */
+
+typedef struct {
+    atomic_size_t used;
+    size_t budget;
+    atomic_int stop;  /* 1 once any thread gives up (or the caller cancels) */
+} Shared;
+
+static void *bmalloc(Shared *sh, size_t size) {
+    size_t now = atomic_fetch_add(&sh->used, size) + size;
+    if (now > sh->budget) {
+        atomic_fetch_sub(&sh->used, size);
+        return NULL;
+    }
+    void *p = malloc(size ? size : 1);
+    if (!p) atomic_fetch_sub(&sh->used, size);
+    return p;
+}
+
+static void *bcalloc(Shared *sh, size_t count, size_t size) {
+    void *p = bmalloc(sh, count * size);
+    if (p) memset(p, 0, count * size);
+    return p;
+}
+
+static void *brealloc(Shared *sh, void *old, size_t old_size, size_t size) {
+    if (size > old_size) {
+        size_t now = atomic_fetch_add(&sh->used, size - old_size) + (size - old_size);
+        if (now > sh->budget) {
+            atomic_fetch_sub(&sh->used, size - old_size);
+            return NULL;
+        }
+    }
+    void *p = realloc(old, size ? size : 1);
+    if (!p) {
+        if (size > old_size) atomic_fetch_sub(&sh->used, size - old_size);
+        return NULL;
+    }
+    if (size < old_size) atomic_fetch_sub(&sh->used, old_size - size);
+    return p;
+}
+
+static void bfree(Shared *sh, void *p, size_t size) {
+    if (!p) return;
+    free(p);
+    atomic_fetch_sub(&sh->used, size);
+}
+
+/* ------------------------------------------------------------------ hashing */
+
+static inline uint64_t mix(uint64_t a, uint64_t b) {
+    __uint128_t r = (__uint128_t)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+static inline uint64_t hash_bytes(const uint8_t *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull);
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        h = mix(h ^ v, 0xbf58476d1ce4e5b9ull);
+        p += 8;
+        n -= 8;
+    }
+    uint64_t v = 0;
+    memcpy(&v, p, n);
+    h = mix(h ^ v ^ 0x2545F4914F6CDD1Dull, 0x94d049bb133111ebull);
+    return mix(h, 0x9E3779B97F4A7C15ull) | 1; /* never 0: 0 marks an empty slot */
+}
+
+/* Two independent 64-bit hashes in one pass: raw query strings are told apart by both and
+ * their length (a 128-bit identity: for ten million distinct strings the chance of any
+ * collision is about 1e-25), which spares reading the stored text on every lookup. */
+static inline uint64_t hash_pair(const uint8_t *p, size_t n, uint64_t *second) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull);
+    uint64_t g = 0xC2B2AE3D27D4EB4Full ^ ((uint64_t)n * 0x165667B19E3779F9ull);
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        h = mix(h ^ v, 0xbf58476d1ce4e5b9ull);
+        g = mix(g ^ v, 0x9FB21C651E98DF25ull);
+        p += 8;
+        n -= 8;
+    }
+    uint64_t v = 0;
+    memcpy(&v, p, n);
+    h = mix(h ^ v ^ 0x2545F4914F6CDD1Dull, 0x94d049bb133111ebull);
+    g = mix(g ^ v ^ 0x27BB2EE687B0B0FDull, 0xD6E8FEB86659FD93ull);
+    *second = mix(g, 0xff51afd7ed558ccdull);
+    return mix(h, 0x9E3779B97F4A7C15ull) | 1;
+}
+
+/* ------------------------------------------------------------------ string dictionary */
+
+typedef struct {
+    uint64_t h, h2;      /* h2: the second hash of raw strings (0 in the other dictionaries) */
+    uint32_t off, len;   /* bytes in the arena */
+    uint32_t n, rc_n, zero_n, bad_ts;
+    double max_ts;       /* NAN: no time among its lines */
+} Entry;
+
+typedef struct {
+    uint64_t *slots;     /* (hash & ~0xffffffff) | id+1, 0 = empty */
+    unsigned bits;
+    Entry *e;
+    size_t count, cap;
+    uint8_t *arena;
+    size_t alen, acap;
+} Dict;
+
+static int dict_init(Shared *sh, Dict *d, unsigned bits) {
+    memset(d, 0, sizeof *d);
+    d->bits = bits;
+    d->slots = bcalloc(sh, (size_t)1 << bits, sizeof(uint64_t));
+    d->cap = (size_t)1 << 12;  /* entries grow on their own, by doubling */
+    d->e = bmalloc(sh, d->cap * sizeof(Entry));
+    d->acap = (size_t)1 << 20;
+    d->arena = bmalloc(sh, d->acap);
+    return d->slots && d->e && d->arena;
+}
+
+static void dict_free(Shared *sh, Dict *d) {
+    bfree(sh, d->slots, ((size_t)1 << d->bits) * sizeof(uint64_t));
+    bfree(sh, d->e, d->cap * sizeof(Entry));
+    bfree(sh, d->arena, d->acap);
+    memset(d, 0, sizeof *d);
+}
+
+static int dict_grow(Shared *sh, Dict *d) {
+    unsigned bits = d->bits + 1;
+    size_t nslots = (size_t)1 << bits;
+    uint64_t *slots = bcalloc(sh, nslots, sizeof(uint64_t));
+    if (!slots) return 0;
+    for (size_t i = 0; i < d->count; i++) {
+        size_t s = d->e[i].h >> (64 - bits);
+        while (slots[s]) s = (s + 1) & (nslots - 1);
+        slots[s] = (d->e[i].h & 0xffffffff00000000ull) | (uint64_t)(i + 1);
+    }
+    bfree(sh, d->slots, ((size_t)1 << d->bits) * sizeof(uint64_t));
+    d->slots = slots;
+    d->bits = bits;
+    return 1;
+}
+
+static int dict_more_entries(Shared *sh, Dict *d) {
+    size_t cap = d->cap * 2;
+    Entry *e = brealloc(sh, d->e, d->cap * sizeof(Entry), cap * sizeof(Entry));
+    if (!e) return 0;
+    d->e = e;
+    d->cap = cap;
+    return 1;
+}
+
+static inline void dict_prefetch(const Dict *d, uint64_t h) {
+    __builtin_prefetch(&d->slots[h >> (64 - d->bits)]);
+}
+
+static uint32_t dict_get2(Shared *sh, Dict *d, const uint8_t *p, uint32_t n, uint64_t h, uint64_t h2);
+
+static uint32_t dict_get(Shared *sh, Dict *d, const uint8_t *p, uint32_t n, uint64_t h) {
+    return dict_get2(sh, d, p, n, h, 0);
+}
+
+static inline void dict_prefetch_entry(const Dict *d, uint64_t h) {
+    uint64_t v = d->slots[h >> (64 - d->bits)];
+    if (v && (v & 0xffffffff00000000ull) == (h & 0xffffffff00000000ull)) {
+        const Entry *e = &d->e[(v & 0xffffffffu) - 1];
+        __builtin_prefetch(e);
+    }
+}
+
+/* The id of string p[0:n] with hash h, inserted if new; NONE when memory ran out. With
+ * h2 != 0 (raw strings), entries match by both hashes and the length, without reading
+ * the stored text; otherwise by the text itself. */
+static uint32_t dict_get2(Shared *sh, Dict *d, const uint8_t *p, uint32_t n, uint64_t h, uint64_t h2) {
+    size_t mask = ((size_t)1 << d->bits) - 1;
+    size_t s = h >> (64 - d->bits);
+    uint64_t tag = h & 0xffffffff00000000ull;
+    for (;;) {
+        uint64_t v = d->slots[s];
+        if (!v) break;
+        if ((v & 0xffffffff00000000ull) == tag) {
+            Entry *e = &d->e[(v & 0xffffffffu) - 1];
+            if (e->h == h && e->len == n &&
+                (h2 ? e->h2 == h2 : memcmp(d->arena + e->off, p, n) == 0))
+                return (uint32_t)((v & 0xffffffffu) - 1);
+        }
+        s = (s + 1) & mask;
+    }
+    if (d->count + 1 > ((size_t)1 << (d->bits - 1))) {  /* at most half the slots used */
+        if (!dict_grow(sh, d)) return NONE;
+        return dict_get2(sh, d, p, n, h, h2);
+    }
+    if (d->count == d->cap && !dict_more_entries(sh, d)) return NONE;
+    if (d->alen + n > d->acap) {
+        size_t cap = d->acap * 2;
+        while (d->alen + n > cap) cap *= 2;
+        if (cap > UINT32_MAX) return NONE;
+        uint8_t *a = brealloc(sh, d->arena, d->acap, cap);
+        if (!a) return NONE;
+        d->arena = a;
+        d->acap = cap;
+    }
+    uint32_t id = (uint32_t)d->count++;
+    Entry *e = &d->e[id];
+    e->h = h;
+    e->h2 = h2;
+    e->off = (uint32_t)d->alen;
+    e->len = n;
+    e->n = e->rc_n = e->zero_n = e->bad_ts = 0;
+    e->max_ts = NAN;
+    memcpy(d->arena + d->alen, p, n);
+    d->alen += n;
+    d->slots[s] = tag | (uint64_t)(id + 1);
+    return id;
+}
+
+/* ------------------------------------------------------------------ id dictionary */
+
+/* Session and user ids: only their 64-bit hash is kept, as the SQL path compares them by
+ * DuckDB's hash; a collision is as unlikely on either path. Key and id share a slot, so a
+ * lookup costs one cache miss. */
+typedef struct {
+    uint64_t key;        /* 0 = empty */
+    uint64_t id;
+} IdSlot;
+
+typedef struct {
+    IdSlot *slots;
+    unsigned bits;
+    size_t count;
+    uint64_t *by_id;     /* key of each id, for merging */
+    size_t cap;
+} Ids;
+
+static int ids_init(Shared *sh, Ids *d, unsigned bits) {
+    memset(d, 0, sizeof *d);
+    d->bits = bits;
+    d->slots = bcalloc(sh, (size_t)1 << bits, sizeof(IdSlot));
+    d->cap = (size_t)1 << (bits - 1);
+    d->by_id = bmalloc(sh, d->cap * sizeof(uint64_t));
+    return d->slots && d->by_id;
+}
+
+static void ids_free(Shared *sh, Ids *d) {
+    bfree(sh, d->slots, ((size_t)1 << d->bits) * sizeof(IdSlot));
+    bfree(sh, d->by_id, d->cap * sizeof(uint64_t));
+    memset(d, 0, sizeof *d);
+}
+
+static int ids_grow(Shared *sh, Ids *d) {
+    unsigned bits = d->bits + 1;
+    size_t nslots = (size_t)1 << bits;
+    IdSlot *slots = bcalloc(sh, nslots, sizeof(IdSlot));
+    if (!slots) return 0;
+    for (size_t i = 0; i < d->count; i++) {
+        uint64_t k = d->by_id[i];
+        size_t s = k >> (64 - bits);
+        while (slots[s].key) s = (s + 1) & (nslots - 1);
+        slots[s].key = k;
+        slots[s].id = i;
+    }
+    bfree(sh, d->slots, ((size_t)1 << d->bits) * sizeof(IdSlot));
+    d->slots = slots;
+    d->bits = bits;
+    size_t cap = nslots >> 1;
+    uint64_t *by = brealloc(sh, d->by_id, d->cap * sizeof(uint64_t), cap * sizeof(uint64_t));
+    if (!by) return 0;
+    d->by_id = by;
+    d->cap = cap;
+    return 1;
+}
+
+static inline void ids_prefetch(const Ids *d, uint64_t k) {
+    __builtin_prefetch(&d->slots[k >> (64 - d->bits)]);
+}
+
+static uint32_t ids_get(Shared *sh, Ids *d, uint64_t k) {
+    size_t mask = ((size_t)1 << d->bits) - 1;
+    size_t s = k >> (64 - d->bits);
+    for (;;) {
+        uint64_t v = d->slots[s].key;
+        if (v == k) return (uint32_t)d->slots[s].id;
+        if (!v) break;
+        s = (s + 1) & mask;
+    }
+    if (d->count + 1 > d->cap) {
+        if (!ids_grow(sh, d)) return NONE;
+        return ids_get(sh, d, k);
+    }
+    uint32_t id = (uint32_t)d->count++;
+    d->slots[s].key = k;
+    d->slots[s].id = id;
+    d->by_id[id] = k;
+    return id;
+}
+
+/* ------------------------------------------------------------------ values */
+
+static locale_t c_locale;
+
+static inline int is_space(uint8_t c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* A number as TRY_CAST(text AS DOUBLE) reads it: 1 a number (*out set), 0 certainly not a
+ * number (NULL), -1 a form this reader does not decide (spaces, underscores, inf, nan...). */
+static int read_number(const uint8_t *p, size_t n, double *out) {
+    size_t i = 0, digits = 0;
+    if (i < n && (p[i] == '+' || p[i] == '-')) i++;
+    while (i < n && p[i] >= '0' && p[i] <= '9') i++, digits++;
+    if (i < n && p[i] == '.') {
+        i++;
+        while (i < n && p[i] >= '0' && p[i] <= '9') i++, digits++;
+    }
+    int plain = digits > 0;
+    if (plain && i < n && (p[i] == 'e' || p[i] == 'E')) {
+        size_t j = i + 1, ed = 0;
+        if (j < n && (p[j] == '+' || p[j] == '-')) j++;
+        while (j < n && p[j] >= '0' && p[j] <= '9') j++, ed++;
+        if (ed) i = j; else plain = 0;
+    }
+    if (plain && i == n && digits <= 15) {
+        /* up to 15 significant digits: the integer and its power of ten are exact doubles,
+         * so one division rounds correctly, as strtod does */
+        uint64_t m = 0;
+        int frac = -1, neg = p[0] == '-', exp_seen = 0;
+        for (size_t k = 0; k < n && !exp_seen; k++) {
+            uint8_t c = p[k];
+            if (c >= '0' && c <= '9') { m = m * 10 + (c - '0'); if (frac >= 0) frac++; }
+            else if (c == '.') frac = 0;
+            else if (c == 'e' || c == 'E') exp_seen = 1;
+        }
+        if (!exp_seen) {
+            static const double tens[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
+                                          1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+            double v = frac > 0 ? (double)m / tens[frac] : (double)m;
+            *out = neg ? -v : v;
+            return 1;
+        }
+    }
+    if (plain && i == n && n < 64) {
+        char buf[64];
+        memcpy(buf, p, n);
+        buf[n] = 0;
+        *out = strtod_l(buf, NULL, c_locale);
+        return 1;
+    }
+    /* Not plain: decide only what is surely not a number. */
+    size_t a = 0, b = n;
+    while (a < b && is_space(p[a])) a++;
+    while (b > a && is_space(p[b - 1])) b--;
+    if (a == b) return -1;
+    int numberish = 1;
+    for (size_t k = a; k < b; k++) {
+        uint8_t c = p[k];
+        if (!((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.' || c == '_' ||
+              c == 'e' || c == 'E')) {
+            numberish = 0;
+            break;
+        }
+    }
+    if (numberish) return -1;
+    size_t s = a;
+    if (p[s] == '+' || p[s] == '-') s++;
+    size_t len = b - s;
+    static const char *words[] = {"inf", "infinity", "nan"};
+    for (int w = 0; w < 3; w++) {
+        if (len == strlen(words[w]) && strncasecmp((const char *)p + s, words[w], len) == 0)
+            return -1;
+    }
+    return 0;
+}
+
+static inline int two(const uint8_t *p, int *v) {
+    if (p[0] < '0' || p[0] > '9' || p[1] < '0' || p[1] > '9') return 0;
+    *v = (p[0] - '0') * 10 + (p[1] - '0');
+    return 1;
+}
+
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const unsigned yoe = (unsigned)(y - era * 400);
+    const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+/* epoch(TRY_CAST(text AS TIMESTAMPTZ)) for the strict form
+ * YYYY-MM-DD[(T| )HH:MM[:SS[.f{1,6}]]][Z|+HH|+HH:MM|+HHMM]: 1 and *out, or -1 undecided. */
+static int read_instant(const uint8_t *p, size_t n, double *out) {
+    int y1, y2, mo, d, h = 0, mi = 0, s = 0;
+    int64_t micros = 0;
+    if (n < 10 || !two(p, &y1) || !two(p + 2, &y2) || p[4] != '-' || !two(p + 5, &mo) ||
+        p[7] != '-' || !two(p + 8, &d))
+        return -1;
+    int year = y1 * 100 + y2;
+    static const int dim[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (year == 0 || mo < 1 || mo > 12 || d < 1) return -1;
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (d > dim[mo - 1] + (mo == 2 && leap)) return -1;
+    size_t i = 10;
+    int offset = 0;
+    if (i < n) {
+        if (p[i] != 'T' && p[i] != ' ') return -1;
+        i++;
+        if (i + 5 > n || !two(p + i, &h) || p[i + 2] != ':' || !two(p + i + 3, &mi)) return -1;
+        i += 5;
+        if (i < n && p[i] == ':') {
+            if (i + 3 > n || !two(p + i + 1, &s)) return -1;
+            i += 3;
+            if (i < n && p[i] == '.') {
+                i++;
+                int k = 0;
+                int64_t f = 0;
+                while (i < n && p[i] >= '0' && p[i] <= '9' && k < 7) f = f * 10 + (p[i++] - '0'), k++;
+                if (k == 0 || k > 6) return -1;
+                while (k < 6) f *= 10, k++;
+                micros = f;
+            }
+        }
+        if (h > 23 || mi > 59 || s > 59) return -1;
+        if (i < n) {
+            if (p[i] == 'Z') {
+                i++;
+            } else if (p[i] == '+' || p[i] == '-') {
+                int sign = p[i] == '-' ? -1 : 1, oh, om = 0;
+                i++;
+                if (i + 2 > n || !two(p + i, &oh)) return -1;
+                i += 2;
+                if (i < n && p[i] == ':') {
+                    if (i + 3 > n || !two(p + i + 1, &om)) return -1;
+                    i += 3;
+                } else if (i + 2 <= n && p[i] >= '0' && p[i] <= '9') {
+                    if (!two(p + i, &om)) return -1;
+                    i += 2;
+                }
+                if (oh > 14 || om > 59) return -1;
+                offset = sign * (oh * 3600 + om * 60);
+            } else {
+                return -1;
+            }
+        }
+        if (i != n) return -1;
+    }
+    int64_t secs = days_from_civil(year, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + s - offset;
+    *out = (double)(secs * 1000000 + micros) / 1000000.0;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ UTF-8 */
+
+/* Whether p[0:n] is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
+static int valid_utf8(const uint8_t *p, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = p[i];
+        if (c < 0x80) { i++; continue; }
+        size_t k;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) { k = 1; cp = c & 0x1F; }
+        else if (c >= 0xE0 && c <= 0xEF) { k = 2; cp = c & 0x0F; }
+        else if (c >= 0xF0 && c <= 0xF4) { k = 3; cp = c & 0x07; }
+        else return 0;
+        if (i + k >= n) return 0;
+        for (size_t j = 1; j <= k; j++) {
+            if ((p[i + j] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i + j] & 0x3F);
+        }
+        if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+/* Code points of p[0:n] (valid UTF-8) into out; returns their number. */
+static size_t decode(const uint8_t *p, size_t n, uint32_t *out) {
+    size_t i = 0, m = 0;
+    while (i < n) {
+        uint8_t c = p[i];
+        if (c < 0x80) { out[m++] = c; i++; }
+        else if (c < 0xE0) { out[m++] = ((uint32_t)(c & 0x1F) << 6) | (p[i + 1] & 0x3F); i += 2; }
+        else if (c < 0xF0) {
+            out[m++] = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(p[i + 1] & 0x3F) << 6) | (p[i + 2] & 0x3F);
+            i += 3;
+        } else {
+            out[m++] = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(p[i + 1] & 0x3F) << 12) |
+                       ((uint32_t)(p[i + 2] & 0x3F) << 6) | (p[i + 3] & 0x3F);
+            i += 4;
+        }
+    }
+    return m;
+}
+
+static size_t count_chars(const uint8_t *p, size_t n) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) m += (p[i] & 0xC0) != 0x80;
+    return m;
+}
+
+/* ------------------------------------------------------------------ the reader */
+
+enum { TS_NONE = 0, TS_NUMBER = 1, TS_INSTANT = 2, TS_EITHER = 3 };
+enum { CLICK_NUMBER = 0, CLICK_TEXT = 1 };
+enum { F_QUERY, F_TS, F_SESSION, F_USER, F_RC, F_CLICK, F_COUNT };
+
+typedef struct {
+    uint32_t *raw, *sess, *user;
+    double *ts;
+    uint8_t *clk;
+    uint32_t fill;
+} Block;
+
+typedef struct Scanner Scanner;
+
+typedef struct {
+    Scanner *sc;
+    int index;
+    int64_t begin, end;     /* byte range: the lines starting in it */
+    Dict raws;
+    Ids sessions, users;
+    Block *blocks;
+    size_t nblocks, blocks_cap;
+    uint64_t lines, null_queries;
+    char why[200];
+    int64_t why_offset;
+    atomic_llong done;      /* bytes parsed, for progress */
+    uint8_t *scratch;
+    size_t scratch_cap;
+} Worker;
+
+struct Scanner {
+    PyObject_HEAD
+    Shared sh;
+    char *path;
+    int64_t offset, size;
+    uint8_t delimiter;
+    int quoted, ncols;
+    int col[F_COUNT];       /* column index per field, -1 when absent */
+    int ts_mode, click_mode, nthreads;
+    Worker workers[MAX_THREADS];
+    int stage;              /* 0 new, 1 read, 2 foreign, 3 screened, 4 numbered, 5 followed */
+    char why[240];
+    /* after read(): the merged dictionary and flat per-line arrays */
+    Dict raws;
+    size_t nsessions, nusers;
+    size_t lines;
+    Block *blk;                /* every line, in file order; raw becomes the query id */
+    size_t nblk;
+    uint64_t null_queries;
+    /* after foreign()/screen(): normalised text per raw, and distinct normalised texts */
+    Dict norms;                /* distinct normalised texts; e[].n etc. summed */
+    uint32_t *raw_norm;        /* raw id -> norm id */
+    uint8_t *foreign;          /* raw id -> 1 when Python normalises it */
+    /* after number() */
+    size_t nq;
+    uint32_t *q_ent;           /* query id -> the norms entry holding its text */
+    uint32_t *q_chars;         /* its length in characters */
+    uint32_t *t_start;         /* CSR of the distinct term hashes of each query */
+    uint64_t *t_hash;
+    size_t nterms;
+    int exclude;
+};
+
+static PyObject *Unsupported;
+
+static void worker_stop(Worker *w, int64_t at, const char *why) {
+    if (!w->why[0]) {
+        snprintf(w->why, sizeof w->why, "%s", why);
+        w->why_offset = at;
+    }
+    atomic_store(&w->sc->sh.stop, 1);
+}
+
+static Block *new_block(Worker *w) {
+    Shared *sh = &w->sc->sh;
+    if (w->nblocks == w->blocks_cap) {
+        size_t cap = w->blocks_cap ? w->blocks_cap * 2 : 16;
+        Block *b = realloc(w->blocks, cap * sizeof(Block));
+        if (!b) return NULL;
+        w->blocks = b;
+        w->blocks_cap = cap;
+    }
+    Block *b = &w->blocks[w->nblocks];
+    memset(b, 0, sizeof *b);
+    b->raw = bmalloc(sh, BLOCK_LINES * sizeof(uint32_t));
+    b->sess = bmalloc(sh, BLOCK_LINES * sizeof(uint32_t));
+    b->user = bmalloc(sh, BLOCK_LINES * sizeof(uint32_t));
+    b->ts = bmalloc(sh, BLOCK_LINES * sizeof(double));
+    b->clk = bmalloc(sh, BLOCK_LINES);
+    if (!b->raw || !b->sess || !b->user || !b->ts || !b->clk) {
+        w->nblocks++;  /* freed with the others */
+        return NULL;
+    }
+    w->nblocks++;
+    return b;
+}
+
+static void free_block(Shared *sh, Block *b) {
+    bfree(sh, b->raw, BLOCK_LINES * sizeof(uint32_t));
+    bfree(sh, b->sess, BLOCK_LINES * sizeof(uint32_t));
+    bfree(sh, b->user, BLOCK_LINES * sizeof(uint32_t));
+    bfree(sh, b->ts, BLOCK_LINES * sizeof(double));
+    bfree(sh, b->clk, BLOCK_LINES);
+    memset(b, 0, sizeof *b);
+}
+
+typedef struct {
+    const uint8_t *p;
+    uint32_t n;
+    int present;    /* 0: NULL (empty or "") */
+    int escaped;    /* doubled quotes to undo */
+} FieldRef;
+
+/* Split one line into its fields; 0 and a reason when it is outside the subset. */
+static int split_line(const Scanner *sc, const uint8_t *p, size_t n, FieldRef *out,
+                      const char **why) {
+    size_t i = 0;
+    for (int c = 0; c < sc->ncols; c++) {
+        FieldRef f = {p + i, 0, 0, 0};
+        if (sc->quoted && i < n && p[i] == '"') {
+            size_t j = i + 1;
+            for (;;) {
+                const uint8_t *q = memchr(p + j, '"', n - j);
+                if (!q) { *why = "a quoted value left open"; return 0; }
+                size_t k = (size_t)(q - p);
+                if (k + 1 < n && p[k + 1] == '"') { f.escaped = 1; j = k + 2; continue; }
+                f.p = p + i + 1;
+                f.n = (uint32_t)(k - i - 1);
+                i = k + 1;
+                break;
+            }
+            if (i < n && p[i] != sc->delimiter) { *why = "text after a closing quote"; return 0; }
+        } else {
+            const uint8_t *q = memchr(p + i, sc->delimiter, n - i);
+            size_t k = q ? (size_t)(q - p) : n;
+            if (sc->quoted && memchr(p + i, '"', k - i)) {
+                *why = "a quote inside an unquoted value";
+                return 0;
+            }
+            f.p = p + i;
+            f.n = (uint32_t)(k - i);
+            i = k;
+        }
+        f.present = f.n > 0;
+        out[c] = f;
+        if (c + 1 < sc->ncols) {
+            if (i >= n) { *why = "fewer fields than the header"; return 0; }
+            i++;  /* the delimiter */
+        }
+    }
+    if (i != n) { *why = "more fields than the header"; return 0; }
+    return 1;
+}
+
+static const uint8_t *unescape(Worker *w, FieldRef *f) {
+    if (!f->escaped) return f->p;
+    if (w->scratch_cap < f->n) {
+        free(w->scratch);
+        w->scratch_cap = f->n * 2 + 64;
+        w->scratch = malloc(w->scratch_cap);
+        if (!w->scratch) { w->scratch_cap = 0; return NULL; }
+    }
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < f->n; i++) {
+        w->scratch[m++] = f->p[i];
+        if (f->p[i] == '"') i++;
+    }
+    f->n = m;
+    return w->scratch;
+}
+
+static const char *FALSE_WORDS[] = {"", "false", "f", "no", "n", "none", "null", "nan", "-"};
+
+/* clicked, as annotation/sampling_source.py's _clicked_sql reads a text column:
+ * 1 / 0, or -1 undecided. */
+static int read_click(int mode, const uint8_t *p, size_t n, int present) {
+    if (!present) return 0;
+    double v;
+    int r = read_number(p, n, &v);
+    if (r < 0) return -1;
+    if (r == 1) return v > 0;
+    if (mode == CLICK_NUMBER) return 0;
+    size_t a = 0, b = n;
+    while (a < b && p[a] == ' ') a++;
+    while (b > a && p[b - 1] == ' ') b--;
+    if (b - a > 5) return 1;
+    char word[8];
+    for (size_t k = a; k < b; k++) {
+        uint8_t c = p[k];
+        if (c >= 0x80) return 1;
+        word[k - a] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    }
+    word[b - a] = 0;
+    for (size_t w = 0; w < sizeof FALSE_WORDS / sizeof *FALSE_WORDS; w++)
+        if (strcmp(word, FALSE_WORDS[w]) == 0) return 0;
+    return 1;
+}
+
+#define BATCH 32
+
+typedef struct {
+    FieldRef f[F_COUNT];
+    uint64_t qh, qh2, sh, uh;
+    const uint8_t *q;
+    int64_t at;
+} Pending;
+
+/* Lines go through three stages a batch apart, so that the cache misses of one batch's
+ * lookups overlap the work on the others: the hash slots are prefetched, then the entries
+ * the slots point at, then the lines are committed. */
+static void stage_slots(Worker *w, Pending *batch, int count) {
+    for (int i = 0; i < count; i++) {
+        Pending *l = &batch[i];
+        if (l->f[F_QUERY].present) dict_prefetch(&w->raws, l->qh);
+        if (l->sh) ids_prefetch(&w->sessions, l->sh);
+        if (l->uh) ids_prefetch(&w->users, l->uh);
+    }
+}
+
+static void stage_entries(Worker *w, Pending *batch, int count) {
+    for (int i = 0; i < count; i++) {
+        Pending *l = &batch[i];
+        if (l->f[F_QUERY].present) dict_prefetch_entry(&w->raws, l->qh);
+    }
+}
+
+/* Commit the lines of one batch; 0 on a reason to stop. */
+static int commit_batch(Worker *w, Pending *batch, int count) {
+    Scanner *sc = w->sc;
+    Shared *sh = &sc->sh;
+    for (int i = 0; i < count; i++) {
+        Pending *l = &batch[i];
+        Block *b = w->nblocks ? &w->blocks[w->nblocks - 1] : NULL;
+        if (!b || b->fill == BLOCK_LINES) {
+            b = new_block(w);
+            if (!b) { worker_stop(w, l->at, "memory"); return 0; }
+        }
+        uint32_t slot = b->fill++;
+        /* time */
+        double ts = NAN;
+        int has_ts = 0;
+        int bad_ts = 0;
+        if (sc->col[F_TS] >= 0 && l->f[F_TS].present) {
+            FieldRef *f = &l->f[F_TS];
+            const uint8_t *p = unescape(w, f);
+            int r = -1;
+            if (!p) { worker_stop(w, l->at, "memory"); return 0; }
+            if (sc->ts_mode == TS_NUMBER || sc->ts_mode == TS_EITHER) r = read_number(p, f->n, &ts);
+            if (sc->ts_mode == TS_NUMBER && r == 0) { bad_ts = 1; r = 1; ts = NAN; }
+            else if (sc->ts_mode == TS_INSTANT || (sc->ts_mode == TS_EITHER && r == 0)) r = read_instant(p, f->n, &ts);
+            if (r != 1) { worker_stop(w, l->at, "a timestamp in a form this reader leaves to DuckDB"); return 0; }
+            has_ts = !isnan(ts);
+        }
+        /* result count */
+        int rc_known = 0, rc_zero = 0;
+        if (sc->col[F_RC] >= 0 && l->f[F_RC].present) {
+            FieldRef *f = &l->f[F_RC];
+            const uint8_t *p = unescape(w, f);
+            if (!p) { worker_stop(w, l->at, "memory"); return 0; }
+            double v;
+            int r = read_number(p, f->n, &v);
+            if (r < 0) { worker_stop(w, l->at, "a result count in a form this reader leaves to DuckDB"); return 0; }
+            rc_known = r == 1;
+            rc_zero = r == 1 && v == 0;
+        }
+        int clk = 0;
+        if (sc->col[F_CLICK] >= 0) {
+            FieldRef *f = &l->f[F_CLICK];
+            const uint8_t *p = f->present ? unescape(w, f) : f->p;
+            if (!p) { worker_stop(w, l->at, "memory"); return 0; }
+            clk = read_click(sc->click_mode, p, f->n, f->present);
+            if (clk < 0) { worker_stop(w, l->at, "a clicked value in a form this reader leaves to DuckDB"); return 0; }
+        }
+        uint32_t s = NONE, u = NONE;
+        if (l->sh) {
+            s = ids_get(sh, &w->sessions, l->sh);
+            if (s == NONE) { worker_stop(w, l->at, "memory"); return 0; }
+        }
+        if (l->uh) {
+            u = ids_get(sh, &w->users, l->uh);
+            if (u == NONE) { worker_stop(w, l->at, "memory"); return 0; }
+        }
+        uint32_t r = NONE;
+        if (l->f[F_QUERY].present) {
+            r = dict_get2(sh, &w->raws, l->q, l->f[F_QUERY].n, l->qh, l->qh2);
+            if (r == NONE) { worker_stop(w, l->at, "memory"); return 0; }
+            Entry *e = &w->raws.e[r];
+            e->n++;
+            e->rc_n += rc_known;
+            e->zero_n += rc_zero;
+            e->bad_ts += bad_ts;
+            if (has_ts && (isnan(e->max_ts) || ts > e->max_ts)) e->max_ts = ts;
+        } else {
+            w->null_queries++;
+        }
+        b->raw[slot] = r;
+        b->sess[slot] = s;
+        b->user[slot] = u;
+        b->ts[slot] = has_ts ? ts : NAN;
+        b->clk[slot] = (uint8_t)clk;
+        w->lines++;
+    }
+    return 1;
+}
+
+/* Hash a field that is present, undoing doubled quotes into a private copy when needed. */
+static int prepare(Worker *w, Pending *l, uint8_t **own, size_t *own_cap) {
+    Scanner *sc = w->sc;
+    FieldRef *q = &l->f[F_QUERY];
+    l->q = q->p;
+    if (q->present && q->escaped) {
+        /* the scratch buffer is shared by the batch: keep an own copy per line */
+        if (*own_cap < q->n) {
+            free(*own);
+            *own_cap = q->n * 2 + 64;
+            *own = malloc(*own_cap);
+            if (!*own) return 0;
+        }
+        uint32_t m = 0;
+        for (uint32_t i = 0; i < q->n; i++) {
+            (*own)[m++] = q->p[i];
+            if (q->p[i] == '"') i++;
+        }
+        q->n = m;
+        q->escaped = 0;
+        l->q = *own;
+        q->p = *own;
+    }
+    if (q->present) l->qh = hash_pair(l->q, q->n, &l->qh2);
+    l->sh = l->uh = 0;
+    int ids[2] = {F_SESSION, F_USER};
+    for (int k = 0; k < 2; k++) {
+        FieldRef *f = &l->f[ids[k]];
+        if (sc->col[ids[k]] < 0 || !f->present) continue;
+        const uint8_t *p = f->p;
+        uint32_t n = f->n;
+        uint8_t tmp[256];
+        if (f->escaped) {
+            if (n > sizeof tmp) return -1;
+            uint32_t m = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                tmp[m++] = p[i];
+                if (p[i] == '"') i++;
+            }
+            p = tmp;
+            n = m;
+        }
+        uint64_t h = hash_bytes(p, n);
+        if (k == 0) l->sh = h; else l->uh = h;
+    }
+    return 1;
+}
+
+/* Whether p[0:n] holds a byte past ASCII (*high) or a NUL or CR (*bad), 8 bytes at a time. */
+static inline void scan_bytes(const uint8_t *p, size_t n, int *high, int *bad) {
+    const uint64_t ones = 0x0101010101010101ull, tops = 0x8080808080808080ull;
+    uint64_t hi = 0, zero = 0;
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        uint64_t v;
+        memcpy(&v, p + k, 8);
+        uint64_t cr = v ^ (ones * '\r');
+        hi |= v;
+        zero |= ((v - ones) & ~v) | ((cr - ones) & ~cr);
+    }
+    for (; k < n; k++) {
+        hi |= p[k];
+        zero |= (p[k] == 0 || p[k] == '\r') ? tops : 0;
+    }
+    *high = (hi & tops) != 0;
+    *bad = (zero & tops) != 0;
+}
+
+/* Commit every pending batch, oldest first. */
+static int flush_ring(Worker *w, Pending ring[3][BATCH], int counts[3], int head) {
+    for (int k = 1; k <= 3; k++) {
+        int r = (head + k) % 3;  /* head+1 is the oldest, head itself the newest */
+        if (!counts[r]) continue;
+        if (r == head) {
+            stage_slots(w, ring[r], counts[r]);
+            stage_entries(w, ring[r], counts[r]);
+        }
+        int ok = commit_batch(w, ring[r], counts[r]);
+        counts[r] = 0;
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+static void *worker_run(void *arg) {
+    Worker *w = arg;
+    Scanner *sc = w->sc;
+    Shared *sh = &sc->sh;
+    int fd = open(sc->path, O_RDONLY);
+    if (fd < 0) { worker_stop(w, w->begin, "cannot open the file"); return NULL; }
+    uint8_t *buf = malloc(READ_BYTES + 1);
+    uint8_t *owns[3][BATCH] = {{0}};
+    size_t own_caps[3][BATCH] = {{0}};
+    if (!buf) { close(fd); worker_stop(w, w->begin, "memory"); return NULL; }
+    int64_t pos = w->begin;   /* file offset of buf[0] */
+    size_t have = 0, at = 0;
+    int eof = 0;
+    /* A range that starts inside a line skips to the next line start: that line belongs
+     * to the range before. */
+    int skip_partial = w->index > 0;
+    if (skip_partial) {
+        /* look at the byte before the range: a line starts at begin iff it is a LF */
+        uint8_t prev;
+        if (pread(fd, &prev, 1, w->begin - 1) == 1 && prev == '\n') skip_partial = 0;
+    }
+    Pending ring[3][BATCH];
+    int counts[3] = {0, 0, 0};
+    int head = 0;   /* the batch being filled; head-1 and head-2 (mod 3) are older */
+    int64_t next_report = 0;
+    for (;;) {
+        if (atomic_load(&sh->stop)) break;
+        /* find the next line in the buffer, refilling as needed */
+        uint8_t *nl = have > at ? memchr(buf + at, '\n', have - at) : NULL;
+        if (!nl && !eof) {
+            /* the batches point into the buffer: finish them first */
+            if (!flush_ring(w, ring, counts, head)) break;
+            memmove(buf, buf + at, have - at);
+            pos += (int64_t)at;
+            have -= at;
+            at = 0;
+            if (have == READ_BYTES) { worker_stop(w, pos, "a line longer than 16 MB"); break; }
+            int64_t limit = sc->size - (pos + (int64_t)have);
+            size_t want = READ_BYTES - have;
+            if ((int64_t)want > limit) want = (size_t)limit;
+            ssize_t got = want ? pread(fd, buf + have, want, pos + (int64_t)have) : 0;
+            if (got < 0) { worker_stop(w, pos, "a read error"); break; }
+            have += (size_t)got;
+            if (got == 0 || pos + (int64_t)have >= sc->size) eof = 1;
+            continue;
+        }
+        size_t start = at;
+        size_t stop = nl ? (size_t)(nl - buf) : have;
+        if (!nl && start == stop) break;  /* end of file */
+        int64_t line_at = pos + (int64_t)start;
+        if (line_at >= w->end && !skip_partial) break;
+        at = nl ? stop + 1 : have;
+        if (skip_partial) { skip_partial = 0; continue; }
+        size_t n = stop - start;
+        const uint8_t *p = buf + start;
+        if (n && p[n - 1] == '\r') n--;
+        if (n == 0) { worker_stop(w, line_at, "a blank line"); break; }
+        /* NUL, a stray CR and bytes past ASCII (then validated as UTF-8) */
+        int high = 0, bad = 0;
+        scan_bytes(p, n, &high, &bad);
+        if (bad) { worker_stop(w, line_at, "a NUL character or a lone carriage return"); break; }
+        if (high && !valid_utf8(p, n)) { worker_stop(w, line_at, "invalid UTF-8"); break; }
+        FieldRef fields[64];
+        const char *why = NULL;
+        if (!split_line(sc, p, n, fields, &why)) { worker_stop(w, line_at, why); break; }
+        Pending *l = &ring[head][counts[head]];
+        for (int f = 0; f < F_COUNT; f++) {
+            if (sc->col[f] >= 0) l->f[f] = fields[sc->col[f]];
+            else memset(&l->f[f], 0, sizeof(FieldRef));
+        }
+        l->at = line_at;
+        int ok = prepare(w, l, &owns[head][counts[head]], &own_caps[head][counts[head]]);
+        if (ok <= 0) { worker_stop(w, line_at, ok < 0 ? "an id longer than 256 bytes with quotes" : "memory"); break; }
+        if (++counts[head] == BATCH) {
+            int middle = (head + 2) % 3, oldest = (head + 1) % 3;
+            stage_slots(w, ring[head], counts[head]);
+            stage_entries(w, ring[middle], counts[middle]);
+            if (counts[oldest] && !commit_batch(w, ring[oldest], counts[oldest])) break;
+            counts[oldest] = 0;
+            head = oldest;
+        }
+        if (line_at >= next_report) {
+            atomic_store(&w->done, (long long)(line_at - w->begin));
+            next_report = line_at + (1 << 22);
+        }
+    }
+    if (!atomic_load(&sh->stop)) flush_ring(w, ring, counts, head);
+    for (int r = 0; r < 3; r++)
+        for (int i = 0; i < BATCH; i++) free(owns[r][i]);
+    free(buf);
+    free(w->scratch);
+    w->scratch = NULL;
+    close(fd);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ lines */
+
+#define LINE_BLOCK(sc, i) (&(sc)->blk[(i) >> 20])
+#define LINE_OFF(i) ((i) & (BLOCK_LINES - 1))
+
+/* ------------------------------------------------------------------ read() */
+
+static int merge_workers(Scanner *sc, int nw) {
+    Shared *sh = &sc->sh;
+    Worker *w0 = &sc->workers[0];
+    sc->raws = w0->raws;
+    memset(&w0->raws, 0, sizeof w0->raws);
+    Ids sessions = w0->sessions, users = w0->users;
+    memset(&w0->sessions, 0, sizeof(Ids));
+    memset(&w0->users, 0, sizeof(Ids));
+    size_t nblk = 0;
+    for (int t = 0; t < nw; t++) nblk += sc->workers[t].nblocks;
+    sc->blk = calloc(nblk ? nblk : 1, sizeof(Block));
+    if (!sc->blk) return 0;
+    int ok = 1;
+    for (int t = 0; t < nw; t++) {
+        Worker *w = &sc->workers[t];
+        uint32_t *rmap = NULL, *smap = NULL, *umap = NULL;
+        if (t > 0 && ok) {
+            rmap = malloc((w->raws.count + 1) * sizeof(uint32_t));
+            smap = malloc((w->sessions.count + 1) * sizeof(uint32_t));
+            umap = malloc((w->users.count + 1) * sizeof(uint32_t));
+            ok = rmap && smap && umap;
+            for (size_t i = 0; ok && i < w->raws.count; i++) {
+                Entry *e = &w->raws.e[i];
+                uint32_t g = dict_get2(sh, &sc->raws, w->raws.arena + e->off, e->len, e->h, e->h2);
+                if (g == NONE) { ok = 0; break; }
+                Entry *G = &sc->raws.e[g];
+                G->n += e->n;
+                G->rc_n += e->rc_n;
+                G->zero_n += e->zero_n;
+                G->bad_ts += e->bad_ts;
+                if (!isnan(e->max_ts) && (isnan(G->max_ts) || e->max_ts > G->max_ts)) G->max_ts = e->max_ts;
+                rmap[i] = g;
+            }
+            for (size_t i = 0; ok && i < w->sessions.count; i++)
+                if ((smap[i] = ids_get(sh, &sessions, w->sessions.by_id[i])) == NONE) ok = 0;
+            for (size_t i = 0; ok && i < w->users.count; i++)
+                if ((umap[i] = ids_get(sh, &users, w->users.by_id[i])) == NONE) ok = 0;
+            dict_free(sh, &w->raws);
+            ids_free(sh, &w->sessions);
+            ids_free(sh, &w->users);
+        }
+        for (size_t b = 0; b < w->nblocks; b++) {
+            Block *B = &w->blocks[b];
+            if (ok && t > 0) {
+                for (uint32_t i = 0; i < B->fill; i++) {
+                    if (B->raw[i] != NONE) B->raw[i] = rmap[B->raw[i]];
+                    if (B->sess[i] != NONE) B->sess[i] = smap[B->sess[i]];
+                    if (B->user[i] != NONE) B->user[i] = umap[B->user[i]];
+                }
+            }
+            /* a worker's last block may be part full: pad it, so that line indices stay
+             * block * BLOCK_LINES + offset (padding lines have no query and no session) */
+            for (uint32_t i = B->fill; i < BLOCK_LINES && B->raw; i++) {
+                B->raw[i] = NONE;
+                B->sess[i] = NONE;
+                B->user[i] = NONE;
+            }
+            sc->blk[sc->nblk++] = *B;
+        }
+        free(w->blocks);
+        w->blocks = NULL;
+        w->nblocks = 0;
+        free(rmap);
+        free(smap);
+        free(umap);
+        sc->lines += w->lines;
+        sc->null_queries += w->null_queries;
+    }
+    sc->nsessions = sessions.count;
+    sc->nusers = users.count;
+    ids_free(sh, &sessions);
+    ids_free(sh, &users);
+    return ok;
+}
+
+static void set_why_from_workers(Scanner *sc, int nw) {
+    int64_t best = -1;
+    for (int t = 0; t < nw; t++) {
+        Worker *w = &sc->workers[t];
+        if (w->why[0] && (best < 0 || w->why_offset < best)) {
+            best = w->why_offset;
+            snprintf(sc->why, sizeof sc->why, "%s", w->why);
+        }
+    }
+    if (!sc->why[0]) snprintf(sc->why, sizeof sc->why, "stopped");
+}
+
+static PyObject *unsupported(Scanner *sc, int64_t at) {
+    PyObject *args = Py_BuildValue("(sL)", sc->why, (long long)at);
+    if (args) {
+        PyErr_SetObject(Unsupported, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
+static PyObject *Scanner_read(Scanner *sc, PyObject *unused) {
+    if (sc->stage != 0) return PyErr_Format(PyExc_RuntimeError, "read() runs once");
+    sc->stage = 1;
+    int nw = sc->nthreads;
+    int64_t span = sc->size - sc->offset;
+    if (span < (int64_t)nw * (1 << 20)) nw = 1;  /* small files: one thread */
+    int ok = 1;
+    for (int t = 0; t < nw; t++) {
+        Worker *w = &sc->workers[t];
+        memset(w, 0, sizeof *w);
+        w->sc = sc;
+        w->index = t;
+        w->begin = sc->offset + span * t / nw;
+        w->end = t + 1 == nw ? sc->size : sc->offset + span * (t + 1) / nw;
+        /* dictionaries sized for the range (a line is rarely under 16 bytes) so that few
+         * of them grow, and never past 2^20 slots before they have to */
+        unsigned bits = 12;
+        while (bits < 20 && ((int64_t)1 << bits) < (w->end - w->begin) / 64) bits++;
+        if (!dict_init(&sc->sh, &w->raws, bits) || !ids_init(&sc->sh, &w->sessions, bits) ||
+            !ids_init(&sc->sh, &w->users, bits))
+            ok = 0;
+    }
+    if (!ok) {
+        snprintf(sc->why, sizeof sc->why, "memory");
+        return unsupported(sc, sc->offset);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    pthread_t th[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int t = 1; t < nw; t++) started[t] = pthread_create(&th[t], NULL, worker_run, &sc->workers[t]) == 0;
+    worker_run(&sc->workers[0]);
+    for (int t = 1; t < nw; t++) {
+        if (started[t]) pthread_join(th[t], NULL);
+        else { worker_stop(&sc->workers[t], sc->workers[t].begin, "cannot start a thread"); }
+    }
+    if (!atomic_load(&sc->sh.stop)) ok = merge_workers(sc, nw);
+    Py_END_ALLOW_THREADS
+    if (atomic_load(&sc->sh.stop) || !ok) {
+        if (!ok && !atomic_load(&sc->sh.stop)) snprintf(sc->why, sizeof sc->why, "memory");
+        else set_why_from_workers(sc, nw);
+        int64_t at = -1;
+        for (int t = 0; t < nw; t++)
+            if (sc->workers[t].why[0] && (at < 0 || sc->workers[t].why_offset < at)) at = sc->workers[t].why_offset;
+        return unsupported(sc, at);
+    }
+    sc->stage = 1;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ normalising */
+
+static inline int ascii_space(uint8_t c) {
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* Python's normalise_query on ASCII text: NFKC is the identity, casefold is lower, and
+ * str.split() splits at exactly these whitespace characters. */
+static size_t normalise_ascii(const uint8_t *p, size_t n, uint8_t *out, int casefold, int collapse) {
+    size_t m = 0;
+    if (!collapse) {
+        for (size_t i = 0; i < n; i++) {
+            uint8_t c = p[i];
+            out[m++] = casefold && c >= 'A' && c <= 'Z' ? c + 32 : c;
+        }
+        return m;
+    }
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && ascii_space(p[i])) i++;
+        if (i == n) break;
+        if (m) out[m++] = ' ';
+        while (i < n && !ascii_space(p[i])) {
+            uint8_t c = p[i++];
+            out[m++] = casefold && c >= 'A' && c <= 'Z' ? c + 32 : c;
+        }
+    }
+    return m;
+}
+
+static int add_norm(Scanner *sc, uint32_t raw, const uint8_t *text, size_t n) {
+    uint32_t id = dict_get(&sc->sh, &sc->norms, text, (uint32_t)n, hash_bytes(text, n));
+    if (id == NONE) return 0;
+    Entry *r = &sc->raws.e[raw];
+    Entry *e = &sc->norms.e[id];
+    e->n += r->n;
+    e->rc_n += r->rc_n;
+    e->zero_n += r->zero_n;
+    e->bad_ts += r->bad_ts;
+    if (!isnan(r->max_ts) && (isnan(e->max_ts) || r->max_ts > e->max_ts)) e->max_ts = r->max_ts;
+    sc->raw_norm[raw] = id;
+    return 1;
+}
+
+static PyObject *Scanner_foreign(Scanner *sc, PyObject *args) {
+    int casefold, collapse;
+    if (!PyArg_ParseTuple(args, "pp", &casefold, &collapse)) return NULL;
+    if (sc->stage != 1) return PyErr_Format(PyExc_RuntimeError, "foreign() runs after read()");
+    sc->stage = 2;
+    size_t nr = sc->raws.count;
+    sc->raw_norm = bmalloc(&sc->sh, (nr + 1) * sizeof(uint32_t));
+    sc->foreign = bcalloc(&sc->sh, nr + 1, 1);
+    unsigned bits = 16;
+    while (((size_t)1 << (bits - 1)) < nr && bits < 31) bits++;
+    if (!sc->raw_norm || !sc->foreign || !dict_init(&sc->sh, &sc->norms, bits)) {
+        snprintf(sc->why, sizeof sc->why, "memory");
+        return unsupported(sc, -1);
+    }
+    size_t nforeign = 0;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    for (size_t r = 0; r < nr && ok; r++) {
+        Entry *e = &sc->raws.e[r];
+        const uint8_t *p = sc->raws.arena + e->off;
+        int high = 0;
+        for (uint32_t k = 0; k < e->len; k++) high |= p[k] & 0x80;
+        if (high) { sc->foreign[r] = 1; sc->raw_norm[r] = NONE; nforeign++; continue; }
+        if (cap < e->len + 1) {
+            free(buf);
+            cap = e->len * 2 + 64;
+            buf = malloc(cap);
+            if (!buf) { ok = 0; break; }
+        }
+        size_t m = normalise_ascii(p, e->len, buf, casefold, collapse);
+        ok = add_norm(sc, (uint32_t)r, buf, m);
+    }
+    free(buf);
+    Py_END_ALLOW_THREADS
+    if (!ok) {
+        snprintf(sc->why, sizeof sc->why, "memory");
+        return unsupported(sc, -1);
+    }
+    PyObject *list = PyList_New((Py_ssize_t)nforeign);
+    if (!list) return NULL;
+    Py_ssize_t k = 0;
+    for (size_t r = 0; r < nr; r++) {
+        if (!sc->foreign[r]) continue;
+        Entry *e = &sc->raws.e[r];
+        PyObject *item = Py_BuildValue("(ns#)", (Py_ssize_t)r, (const char *)sc->raws.arena + e->off, (Py_ssize_t)e->len);
+        if (!item) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, k++, item);
+    }
+    return list;
+}
+
+/* set_norms([(raw id, normalised text), ...]) for the strings foreign() returned. */
+static PyObject *Scanner_set_norms(Scanner *sc, PyObject *items) {
+    if (sc->stage != 2) return PyErr_Format(PyExc_RuntimeError, "set_norms() runs after foreign()");
+    PyObject *seq = PySequence_Fast(items, "a list of (id, text)");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        Py_ssize_t raw, len;
+        const char *text;
+        if (!PyArg_ParseTuple(item, "ns#", &raw, &text, &len)) { Py_DECREF(seq); return NULL; }
+        if (raw < 0 || (size_t)raw >= sc->raws.count || !sc->foreign[raw]) {
+            Py_DECREF(seq);
+            return PyErr_Format(PyExc_ValueError, "raw id %zd is not a foreign string", raw);
+        }
+        if (!add_norm(sc, (uint32_t)raw, (const uint8_t *)text, (size_t)len)) {
+            Py_DECREF(seq);
+            snprintf(sc->why, sizeof sc->why, "memory");
+            return unsupported(sc, -1);
+        }
+        sc->foreign[raw] = 0;
+    }
+    Py_DECREF(seq);
+    Py_RETURN_NONE;
+}
+
+/* The normalised texts the privacy screen must see: [(norm id, text, lines)]. Every
+ * pattern of annotation/sampling_text.py needs a digit, "@" or "=". */
+static PyObject *Scanner_screen(Scanner *sc, PyObject *unused) {
+    if (sc->stage != 2) return PyErr_Format(PyExc_RuntimeError, "screen() runs after set_norms()");
+    for (size_t r = 0; r < sc->raws.count; r++)
+        if (sc->foreign[r]) return PyErr_Format(PyExc_RuntimeError, "raw %zu was not normalised", r);
+    sc->stage = 3;
+    /* raw strings are now their normalised texts' (raw_norm): their dictionary can go */
+    size_t nraws = sc->raws.count;
+    dict_free(&sc->sh, &sc->raws);
+    sc->raws.count = nraws;
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    for (size_t i = 0; i < sc->norms.count; i++) {
+        Entry *e = &sc->norms.e[i];
+        const uint8_t *p = sc->norms.arena + e->off;
+        int need = 0;
+        for (uint32_t k = 0; k < e->len && !need; k++) {
+            uint8_t c = p[k];
+            need = (c >= '0' && c <= '9') || c == '@' || c == '=';
+        }
+        if (!need) continue;
+        PyObject *item = Py_BuildValue("(ns#K)", (Py_ssize_t)i, (const char *)p, (Py_ssize_t)e->len, (unsigned long long)e->n);
+        if (!item || PyList_Append(list, item) < 0) { Py_XDECREF(item); Py_DECREF(list); return NULL; }
+        Py_DECREF(item);
+    }
+    return list;
+}
+
+/* ------------------------------------------------------------------ number() */
+
+typedef struct {
+    uint64_t key;   /* first 8 bytes, big-endian: byte order is text order */
+    uint32_t ent;
+} SortKey;
+
+static const Dict *sort_dict;
+
+static int cmp_text(const void *a, const void *b) {
+    const SortKey *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    const Entry *ex = &sort_dict->e[x->ent], *ey = &sort_dict->e[y->ent];
+    uint32_t n = ex->len < ey->len ? ex->len : ey->len;
+    int c = memcmp(sort_dict->arena + ex->off, sort_dict->arena + ey->off, n);
+    if (c) return c;
+    return ex->len < ey->len ? -1 : ex->len > ey->len;
+}
+
+static uint64_t prefix_key(const uint8_t *p, uint32_t n) {
+    uint64_t k = 0;
+    for (int i = 0; i < 8; i++) k = (k << 8) | (i < (int)n ? p[i] : 0);
+    return k;
+}
+
+/* LSD radix sort of the keys by their 64-bit prefix, then ties (prefixes equal, both texts
+ * at least 8 bytes) ordered by the whole text. */
+static int sort_texts(SortKey *keys, size_t n, const Dict *d) {
+    SortKey *tmp = malloc((n ? n : 1) * sizeof(SortKey));
+    if (!tmp) return 0;
+    SortKey *src = keys, *dst = tmp;
+    for (int pass = 0; pass < 8; pass++) {
+        int shift = pass * 8;
+        size_t count[257] = {0};
+        for (size_t i = 0; i < n; i++) count[((src[i].key >> shift) & 0xff) + 1]++;
+        if (count[1 + ((src[0].key >> shift) & 0xff)] == n && n) continue;  /* one bucket */
+        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+        for (size_t i = 0; i < n; i++) dst[count[(src[i].key >> shift) & 0xff]++] = src[i];
+        SortKey *t = src; src = dst; dst = t;
+    }
+    if (src != keys) memcpy(keys, src, n * sizeof(SortKey));
+    free(tmp);
+    sort_dict = d;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && keys[j].key == keys[i].key) j++;
+        if (j - i > 1) qsort(keys + i, j - i, sizeof(SortKey), cmp_text);
+        i = j;
+    }
+    return 1;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static PyObject *bytes_of(const void *p, size_t n) {
+    return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+}
+
+/* number([(norm id, kind rank, masked text), ...], exclude): queries in text order. */
+static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
+    PyObject *flagged;
+    int exclude;
+    if (!PyArg_ParseTuple(args, "Op", &flagged, &exclude)) return NULL;
+    if (sc->stage != 3) return PyErr_Format(PyExc_RuntimeError, "number() runs after screen()");
+    sc->stage = 4;
+    sc->exclude = exclude;
+    Shared *sh = &sc->sh;
+    size_t nn0 = sc->norms.count;
+    /* group_of[norm] = the norms entry whose text is the query kept for it */
+    uint32_t *group_of = malloc((nn0 + 1) * sizeof(uint32_t));
+    uint8_t *kind = malloc(nn0 + 1);
+    if (!group_of || !kind) { free(group_of); free(kind); return PyErr_NoMemory(); }
+    for (size_t i = 0; i < nn0; i++) { group_of[i] = (uint32_t)i; kind[i] = 0; }
+    PyObject *seq = PySequence_Fast(flagged, "a list of (id, kind, masked)");
+    if (!seq) { free(group_of); free(kind); return NULL; }
+    Py_ssize_t nf = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        Py_ssize_t id, len;
+        int k;
+        const char *text;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "nis#", &id, &k, &text, &len) ||
+            id < 0 || (size_t)id >= nn0 || k < 1 || k > 250) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bad flagged entry");
+            Py_DECREF(seq); free(group_of); free(kind);
+            return NULL;
+        }
+        uint32_t g = dict_get(sh, &sc->norms, (const uint8_t *)text, (uint32_t)len, hash_bytes((const uint8_t *)text, (size_t)len));
+        if (g == NONE) { Py_DECREF(seq); free(group_of); free(kind); return PyErr_NoMemory(); }
+        group_of[id] = g;
+        kind[id] = (uint8_t)k;
+    }
+    Py_DECREF(seq);
+    size_t nn = sc->norms.count;  /* masked texts may have added entries */
+    uint32_t *qid = malloc((nn + 1) * sizeof(uint32_t));       /* entry -> query id */
+    SortKey *keys = malloc((nn + 1) * sizeof(SortKey));
+    uint8_t *target = calloc(nn + 1, 1);
+    int ok = qid && keys && target;
+    size_t nq = 0;
+    uint64_t blank = sc->null_queries;
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        for (size_t i = 0; i < nn0; i++) {
+            if (sc->norms.e[i].len == 0) { blank += sc->norms.e[i].n; continue; }
+            target[group_of[i]] = 1;
+        }
+        for (size_t i = 0; i < nn; i++) {
+            if (!target[i]) continue;
+            Entry *e = &sc->norms.e[i];
+            keys[nq].key = prefix_key(sc->norms.arena + e->off, e->len);
+            keys[nq].ent = (uint32_t)i;
+            nq++;
+        }
+        ok = sort_texts(keys, nq, &sc->norms);
+        for (size_t i = 0; i < nn; i++) qid[i] = NONE;
+        for (size_t q = 0; ok && q < nq; q++) qid[keys[q].ent] = (uint32_t)q;
+        Py_END_ALLOW_THREADS
+    }
+    if (!ok) { free(group_of); free(kind); free(qid); free(keys); free(target); return PyErr_NoMemory(); }
+    sc->nq = nq;
+    uint64_t *freq = calloc(nq + 1, 8), *rc_n = calloc(nq + 1, 8), *zero_n = calloc(nq + 1, 8), *bad = calloc(nq + 1, 8);
+    double *max_ts = malloc((nq + 1) * sizeof(double));
+    uint8_t *pii = calloc(nq + 1, 1), *excl = calloc(nq + 1, 1);
+    sc->q_ent = bmalloc(sh, (nq + 1) * sizeof(uint32_t));
+    sc->q_chars = bmalloc(sh, (nq + 1) * sizeof(uint32_t));
+    sc->t_start = bmalloc(sh, (nq + 2) * sizeof(uint32_t));
+    ok = freq && rc_n && zero_n && bad && max_ts && pii && excl && sc->q_ent && sc->q_chars && sc->t_start;
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        for (size_t q = 0; q < nq; q++) max_ts[q] = NAN;
+        for (size_t i = 0; i < nn0; i++) {
+            Entry *e = &sc->norms.e[i];
+            if (e->len == 0) continue;
+            uint32_t q = qid[group_of[i]];
+            freq[q] += e->n;
+            rc_n[q] += e->rc_n;
+            zero_n[q] += e->zero_n;
+            bad[q] += e->bad_ts;
+            if (!isnan(e->max_ts) && (isnan(max_ts[q]) || e->max_ts > max_ts[q])) max_ts[q] = e->max_ts;
+            if (kind[i] && (!pii[q] || kind[i] < pii[q])) pii[q] = kind[i];
+            if (kind[i] && exclude) excl[q] = 1;
+        }
+        /* the lines: raw id -> query id */
+        uint32_t *raw_q = malloc((sc->raws.count + 1) * sizeof(uint32_t));
+        ok = raw_q != NULL;
+        for (size_t r = 0; ok && r < sc->raws.count; r++) {
+            uint32_t nm = sc->raw_norm[r];
+            raw_q[r] = sc->norms.e[nm].len == 0 ? NONE : qid[group_of[nm]];
+        }
+        for (size_t b = 0; ok && b < sc->nblk; b++) {
+            uint32_t *raw = sc->blk[b].raw;
+            for (uint32_t i = 0; i < BLOCK_LINES; i++)
+                if (raw[i] != NONE) raw[i] = raw_q[raw[i]];
+        }
+        free(raw_q);
+        /* texts, lengths in characters, distinct term hashes */
+        size_t cap = 0, nt = 0;
+        uint64_t *th = NULL;
+        for (size_t q = 0; ok && q < nq; q++) {
+            uint32_t ent = keys[q].ent;
+            Entry *e = &sc->norms.e[ent];
+            const uint8_t *p = sc->norms.arena + e->off;
+            sc->q_ent[q] = ent;
+            sc->q_chars[q] = (uint32_t)count_chars(p, e->len);
+            sc->t_start[q] = (uint32_t)nt;
+            size_t first = nt;
+            size_t i = 0;
+            while (i <= e->len) {
+                size_t j = i;
+                while (j < e->len && p[j] != ' ') j++;
+                if (j > i) {
+                    if (nt == cap) {
+                        size_t ncap = cap ? cap * 2 : (size_t)1 << 16;
+                        uint64_t *t = brealloc(sh, th, cap * 8, ncap * 8);
+                        if (!t) { ok = 0; break; }
+                        th = t;
+                        cap = ncap;
+                    }
+                    th[nt++] = hash_bytes(p + i, j - i);
+                }
+                i = j + 1;
+            }
+            if (nt - first > 1) {
+                qsort(th + first, nt - first, 8, cmp_u64);
+                size_t m = first + 1;
+                for (size_t k = first + 1; k < nt; k++)
+                    if (th[k] != th[m - 1]) th[m++] = th[k];
+                nt = m;
+            }
+        }
+        sc->t_start[nq] = (uint32_t)nt;
+        sc->t_hash = th;
+        sc->nterms = cap;
+        Py_END_ALLOW_THREADS
+    }
+    PyObject *result = NULL;
+    if (ok) {
+        PyObject *texts = PyList_New((Py_ssize_t)nq);
+        for (size_t q = 0; texts && q < nq; q++) {
+            Entry *e = &sc->norms.e[sc->q_ent[q]];
+            PyObject *s = PyUnicode_DecodeUTF8((const char *)sc->norms.arena + e->off, e->len, "strict");
+            if (!s) { Py_CLEAR(texts); break; }
+            PyList_SET_ITEM(texts, (Py_ssize_t)q, s);
+        }
+        if (texts) {
+            result = Py_BuildValue(
+                "{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:n,s:K}",
+                "query", texts,
+                "frequency", bytes_of(freq, nq * 8),
+                "rc_n", bytes_of(rc_n, nq * 8),
+                "zero_n", bytes_of(zero_n, nq * 8),
+                "bad_ts", bytes_of(bad, nq * 8),
+                "max_ts", bytes_of(max_ts, nq * 8),
+                "pii", bytes_of(pii, nq),
+                "excluded", bytes_of(excl, nq),
+                "blank", (unsigned long long)blank,
+                "distinct_raw", (Py_ssize_t)sc->raws.count,
+                "rows", (unsigned long long)sc->lines);
+        }
+    } else {
+        PyErr_NoMemory();
+    }
+    free(group_of); free(kind); free(qid); free(keys); free(target);
+    free(freq); free(rc_n); free(zero_n); free(bad); free(max_ts); free(pii); free(excl);
+    return result;
+}
+
+/* ------------------------------------------------------------------ follow() */
+
+/* Whether the Levenshtein distance of code points a[0:la] and b[0:lb] is at most bound. */
+static int lev_within(const uint32_t *a, size_t la, const uint32_t *b, size_t lb, int bound) {
+    size_t row_bytes = (lb + 1) * sizeof(int);
+    int stack_prev[130], stack_cur[130];
+    int *prev = lb < 129 ? stack_prev : malloc(row_bytes);
+    int *cur = lb < 129 ? stack_cur : malloc(row_bytes);
+    int result = 0;
+    if (!prev || !cur) goto done;
+    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        int best = cur[0];
+        for (size_t j = 1; j <= lb; j++) {
+            int cost = a[i - 1] != b[j - 1];
+            int v = prev[j - 1] + cost;
+            if (prev[j] + 1 < v) v = prev[j] + 1;
+            if (cur[j - 1] + 1 < v) v = cur[j - 1] + 1;
+            cur[j] = v;
+            if (v < best) best = v;
+        }
+        if (best > bound) goto done;
+        int *t = prev; prev = cur; cur = t;
+    }
+    result = prev[lb] <= bound;
+done:
+    if (lb >= 129) { free(prev == stack_prev ? NULL : prev); free(cur == stack_cur ? NULL : cur); }
+    return result;
+}
+
+/* The similarity of annotation/sampling_sql.py's reform_sql: a shared term, or an edit
+ * distance of at most min(2, ceil(0.3 * the longer length in characters)). */
+static int similar(const Scanner *sc, uint32_t a, uint32_t b) {
+    uint32_t i = sc->t_start[a], ie = sc->t_start[a + 1];
+    uint32_t j = sc->t_start[b], je = sc->t_start[b + 1];
+    const uint64_t *th = sc->t_hash;
+    while (i < ie && j < je) {
+        if (th[i] == th[j]) return 1;
+        if (th[i] < th[j]) i++; else j++;
+    }
+    uint32_t la = sc->q_chars[a], lb = sc->q_chars[b];
+    uint32_t longer = la > lb ? la : lb;
+    int bound = (int)((3 * (uint64_t)longer + 9) / 10);
+    if (bound > 2) bound = 2;
+    uint32_t diff = la > lb ? la - lb : lb - la;
+    if (diff > (uint32_t)bound) return 0;
+    const Entry *ea = &sc->norms.e[sc->q_ent[a]], *eb = &sc->norms.e[sc->q_ent[b]];
+    const uint8_t *pa = sc->norms.arena + ea->off, *pb = sc->norms.arena + eb->off;
+    uint32_t sa[130], sb[130];
+    uint32_t *ca = la < 129 ? sa : malloc((la + 1) * sizeof(uint32_t));
+    uint32_t *cb = lb < 129 ? sb : malloc((lb + 1) * sizeof(uint32_t));
+    int r = 0;
+    if (ca && cb) {
+        decode(pa, ea->len, ca);
+        decode(pb, eb->len, cb);
+        r = lev_within(ca, la, cb, lb, bound);
+    }
+    if (ca != sa) free(ca);
+    if (cb != sb) free(cb);
+    return r;
+}
+
+typedef struct {
+    double ts;
+    uint32_t q;
+    uint8_t clk;
+} Event;
+
+static inline int event_before(const Event *x, const Event *y) {
+    return x->ts < y->ts || (x->ts == y->ts && x->q < y->q);
+}
+
+static int cmp_event(const void *a, const void *b) {
+    const Event *x = a, *y = b;
+    return event_before(x, y) ? -1 : event_before(y, x) ? 1 : 0;
+}
+
+typedef struct {
+    Scanner *sc;
+    int by_user;
+    double window;
+    int ok;
+    uint32_t *distinct;          /* per query: distinct sessions (or users) */
+    uint32_t *seq_n, *aband_n, *reform_n;
+} Job;
+
+/* Lines with a query, grouped by session (or user) id: a counting sort. */
+static uint32_t *group_lines(Scanner *sc, int by_user, size_t ngroups, uint32_t **start_out) {
+    uint32_t *start = calloc(ngroups + 2, sizeof(uint32_t));
+    if (!start) return NULL;
+    size_t total = 0;
+    for (size_t b = 0; b < sc->nblk; b++) {
+        const uint32_t *g = by_user ? sc->blk[b].user : sc->blk[b].sess;
+        const uint32_t *q = sc->blk[b].raw;
+        for (uint32_t i = 0; i < BLOCK_LINES; i++)
+            if (g[i] != NONE && q[i] != NONE) start[g[i] + 1]++, total++;
+    }
+    for (size_t s = 0; s < ngroups; s++) start[s + 1] += start[s];
+    uint32_t *perm = malloc((total + 1) * sizeof(uint32_t));
+    uint32_t *pos = malloc((ngroups + 1) * sizeof(uint32_t));
+    if (!perm || !pos || total >= UINT32_MAX) { free(perm); free(pos); free(start); return NULL; }
+    memcpy(pos, start, ngroups * sizeof(uint32_t));
+    for (size_t b = 0; b < sc->nblk; b++) {
+        const uint32_t *g = by_user ? sc->blk[b].user : sc->blk[b].sess;
+        const uint32_t *q = sc->blk[b].raw;
+        for (uint32_t i = 0; i < BLOCK_LINES; i++)
+            if (g[i] != NONE && q[i] != NONE) perm[pos[g[i]]++] = (uint32_t)(b << 20 | i);
+    }
+    free(pos);
+    *start_out = start;
+    return perm;
+}
+
+static void *job_run(void *arg) {
+    Job *job = arg;
+    Scanner *sc = job->sc;
+    size_t ngroups = job->by_user ? sc->nusers : sc->nsessions;
+    uint32_t *start = NULL;
+    uint32_t *perm = group_lines(sc, job->by_user, ngroups, &start);
+    uint32_t *last = malloc((sc->nq + 1) * sizeof(uint32_t));
+    size_t cap = 64;
+    Event *ev = malloc(cap * sizeof(Event));
+    if (!perm || !last || !ev) { free(perm); free(start); free(last); free(ev); job->ok = 0; return NULL; }
+    for (size_t q = 0; q < sc->nq; q++) last[q] = NONE;
+    for (size_t s = 0; s < ngroups; s++) {
+        uint32_t a = start[s], z = start[s + 1];
+        size_t m = 0;
+        for (uint32_t k = a; k < z; k++) {
+            uint32_t line = perm[k];
+            const Block *B = &sc->blk[line >> 20];
+            uint32_t off = line & (BLOCK_LINES - 1);
+            uint32_t q = B->raw[off];
+            if (last[q] != (uint32_t)s) { last[q] = (uint32_t)s; job->distinct[q]++; }
+            if (job->by_user || isnan(B->ts[off])) continue;
+            if (m == cap) {
+                Event *e = realloc(ev, cap * 2 * sizeof(Event));
+                if (!e) { job->ok = 0; goto out; }
+                ev = e;
+                cap *= 2;
+            }
+            ev[m].ts = B->ts[off];
+            ev[m].q = q;
+            ev[m].clk = B->clk[off];
+            m++;
+        }
+        if (job->by_user || m == 0) continue;
+        if (m <= 24) {
+            for (size_t i = 1; i < m; i++) {
+                Event x = ev[i];
+                size_t j = i;
+                while (j > 0 && event_before(&x, &ev[j - 1])) { ev[j] = ev[j - 1]; j--; }
+                ev[j] = x;
+            }
+        } else {
+            qsort(ev, m, sizeof(Event), cmp_event);
+        }
+        double last_click = NAN;
+        for (size_t i = 0; i < m; i++)
+            if (ev[i].clk && (isnan(last_click) || ev[i].ts > last_click)) last_click = ev[i].ts;
+        for (size_t i = 0; i < m; i++) {
+            uint32_t q = ev[i].q;
+            job->seq_n[q]++;
+            if (isnan(last_click) || last_click < ev[i].ts) job->aband_n[q]++;
+            if (i + 1 < m) {
+                double dt = ev[i + 1].ts - ev[i].ts;
+                uint32_t next = ev[i + 1].q;
+                if (dt > 0 && dt <= job->window && next != q && similar(sc, q, next)) job->reform_n[q]++;
+            }
+        }
+    }
+    job->ok = 1;
+out:
+    free(perm);
+    free(start);
+    free(last);
+    free(ev);
+    return NULL;
+}
+
+/* follow(window): per query, distinct sessions and users, sequenced events, abandoned
+ * ones and reformulated ones (those whose next query in the session is similar). */
+static PyObject *Scanner_follow(Scanner *sc, PyObject *args) {
+    double window;
+    if (!PyArg_ParseTuple(args, "d", &window)) return NULL;
+    if (sc->stage != 4) return PyErr_Format(PyExc_RuntimeError, "follow() runs after number()");
+    sc->stage = 5;
+    size_t nq = sc->nq;
+    uint32_t *arrays[5];
+    for (int k = 0; k < 5; k++) arrays[k] = calloc(nq + 1, sizeof(uint32_t));
+    Job sessions = {sc, 0, window, 0, arrays[0], arrays[2], arrays[3], arrays[4]};
+    Job users = {sc, 1, window, 0, arrays[1], NULL, NULL, NULL};
+    int ok = 1;
+    for (int k = 0; k < 5; k++) ok &= arrays[k] != NULL;
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        pthread_t th;
+        int threaded = sc->nthreads > 1 && pthread_create(&th, NULL, job_run, &users) == 0;
+        job_run(&sessions);
+        if (threaded) pthread_join(th, NULL);
+        else job_run(&users);
+        Py_END_ALLOW_THREADS
+        ok = sessions.ok && users.ok;
+    }
+    PyObject *result = NULL;
+    if (ok) {
+        result = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N}",
+                               "sessions", bytes_of(arrays[0], nq * 4),
+                               "users", bytes_of(arrays[1], nq * 4),
+                               "seq_n", bytes_of(arrays[2], nq * 4),
+                               "abandoned_n", bytes_of(arrays[3], nq * 4),
+                               "reformulated", bytes_of(arrays[4], nq * 4));
+    } else {
+        PyErr_NoMemory();
+    }
+    for (int k = 0; k < 5; k++) free(arrays[k]);
+    return result;
+}
+
+/* ------------------------------------------------------------------ the type */
+
+static void scanner_release(Scanner *sc) {
+    Shared *sh = &sc->sh;
+    for (int t = 0; t < MAX_THREADS; t++) {
+        Worker *w = &sc->workers[t];
+        if (!w->sc) continue;
+        dict_free(sh, &w->raws);
+        ids_free(sh, &w->sessions);
+        ids_free(sh, &w->users);
+        for (size_t b = 0; b < w->nblocks; b++) free_block(sh, &w->blocks[b]);
+        free(w->blocks);
+        w->blocks = NULL;
+        w->nblocks = 0;
+    }
+    for (size_t b = 0; b < sc->nblk; b++) free_block(sh, &sc->blk[b]);
+    free(sc->blk);
+    sc->blk = NULL;
+    sc->nblk = 0;
+    dict_free(sh, &sc->raws);
+    dict_free(sh, &sc->norms);
+    free(sc->raw_norm); sc->raw_norm = NULL;
+    free(sc->foreign); sc->foreign = NULL;
+    free(sc->q_ent); sc->q_ent = NULL;
+    free(sc->q_chars); sc->q_chars = NULL;
+    free(sc->t_start); sc->t_start = NULL;
+    free(sc->t_hash); sc->t_hash = NULL;
+}
+
+static void Scanner_dealloc(Scanner *sc) {
+    scanner_release(sc);
+    PyMem_Free(sc->path);
+    Py_TYPE(sc)->tp_free((PyObject *)sc);
+}
+
+static int Scanner_init(Scanner *sc, PyObject *args, PyObject *kw) {
+    static char *names[] = {"path", "offset", "delimiter", "quoted", "ncols", "columns",
+                            "ts_mode", "click_mode", "threads", "budget", NULL};
+    PyObject *path_obj;
+    long long offset, budget;
+    int delimiter, quoted, ncols, ts_mode, click_mode, threads;
+    PyObject *columns;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&LCpiOiiiL", names, PyUnicode_FSConverter, &path_obj,
+                                     &offset, &delimiter, &quoted, &ncols, &columns, &ts_mode,
+                                     &click_mode, &threads, &budget))
+        return -1;
+    const char *path = PyBytes_AS_STRING(path_obj);
+    sc->path = PyMem_Malloc(strlen(path) + 1);
+    if (!sc->path) { Py_DECREF(path_obj); PyErr_NoMemory(); return -1; }
+    strcpy(sc->path, path);
+    Py_DECREF(path_obj);
+    if (delimiter > 127 || ncols < 1 || ncols > 64 || threads < 1) {
+        PyErr_SetString(PyExc_ValueError, "bad dialect, column count or thread count");
+        return -1;
+    }
+    sc->delimiter = (uint8_t)delimiter;
+    sc->quoted = quoted;
+    sc->ncols = ncols;
+    sc->offset = offset;
+    sc->ts_mode = ts_mode;
+    sc->click_mode = click_mode;
+    sc->nthreads = threads > MAX_THREADS ? MAX_THREADS : threads;
+    sc->sh.budget = (size_t)budget;
+    if (!PyArg_ParseTuple(columns, "iiiiii", &sc->col[F_QUERY], &sc->col[F_TS], &sc->col[F_SESSION],
+                          &sc->col[F_USER], &sc->col[F_RC], &sc->col[F_CLICK]))
+        return -1;
+    for (int f = 0; f < F_COUNT; f++) {
+        if (sc->col[f] >= ncols || (f == F_QUERY && sc->col[f] < 0)) {
+            PyErr_SetString(PyExc_ValueError, "a column index out of range");
+            return -1;
+        }
+    }
+    struct stat st;
+    if (stat(sc->path, &st) != 0) { PyErr_SetFromErrnoWithFilename(PyExc_OSError, sc->path); return -1; }
+    sc->size = (int64_t)st.st_size;
+    return 0;
+}
+
+static PyObject *Scanner_progress(Scanner *sc, void *closure) {
+    long long done = 0;
+    for (int t = 0; t < MAX_THREADS; t++) done += atomic_load(&sc->workers[t].done);
+    int64_t span = sc->size - sc->offset;
+    return PyFloat_FromDouble(span > 0 ? (double)done / (double)span : 1.0);
+}
+
+static PyObject *Scanner_cancel(Scanner *sc, PyObject *unused) {
+    atomic_store(&sc->sh.stop, 1);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Scanner_get_memory(Scanner *sc, void *closure) {
+    return PyLong_FromSize_t(atomic_load(&sc->sh.used));
+}
+
+static PyMethodDef Scanner_methods[] = {
+    {"read", (PyCFunction)Scanner_read, METH_NOARGS, "Parse the file (releases the GIL)."},
+    {"foreign", (PyCFunction)Scanner_foreign, METH_VARARGS, "Normalise ASCII; return the rest."},
+    {"set_norms", (PyCFunction)Scanner_set_norms, METH_O, "Normalised texts of foreign strings."},
+    {"screen", (PyCFunction)Scanner_screen, METH_NOARGS, "Texts the privacy screen must see."},
+    {"number", (PyCFunction)Scanner_number, METH_VARARGS, "Queries in text order, with sums."},
+    {"follow", (PyCFunction)Scanner_follow, METH_VARARGS, "Sessions, users and sequences."},
+    {"cancel", (PyCFunction)Scanner_cancel, METH_NOARGS, "Stop read() at the next line."},
+    {NULL}};
+
+static PyGetSetDef Scanner_getset[] = {
+    {"progress", (getter)Scanner_progress, NULL, "share of the file parsed", NULL},
+    {"memory", (getter)Scanner_get_memory, NULL, "bytes held", NULL},
+    {NULL}};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "annotation._logscan.Scanner",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One regular CSV or TSV log, read into per-query statistics.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Scanner_init,
+    .tp_dealloc = (destructor)Scanner_dealloc,
+    .tp_methods = Scanner_methods,
+    .tp_getset = Scanner_getset,
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_logscan",
+                                    "The compiled reader of regular CSV and TSV search logs.", -1, NULL};
+
+PyMODINIT_FUNC PyInit__logscan(void) {
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    if (!c_locale) return PyErr_NoMemory();
+    if (PyType_Ready(&ScannerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Unsupported = PyErr_NewException("annotation._logscan.Unsupported", PyExc_ValueError, NULL);
+    Py_INCREF(&ScannerType);
+    if (PyModule_AddObject(m, "Scanner", (PyObject *)&ScannerType) < 0 ||
+        PyModule_AddObject(m, "Unsupported", Unsupported) < 0)
+        return NULL;
+    return m;
+}
