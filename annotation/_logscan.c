@@ -45,6 +45,7 @@
 #define BLOCK_LINES (1u << 20)
 #define READ_BYTES (16u << 20)
 #define MAX_THREADS 8
+#define MAX_COLUMNS 256
 
 /* ------------------------------------------------------------------ memory budget */
 
@@ -399,24 +400,38 @@ static int read_number(const uint8_t *p, size_t n, double *out) {
     while (a < b && is_space(p[a])) a++;
     while (b > a && is_space(p[b - 1])) b--;
     if (a == b) return -1;
-    int numberish = 1;
+    /* Something of digits, signs, points, underscores and exponents may be a number to
+     * DuckDB; without a digit it is not ("-", "."). */
+    int numberish = 1, digit = 0;
     for (size_t k = a; k < b; k++) {
         uint8_t c = p[k];
+        digit |= c >= '0' && c <= '9';
         if (!((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.' || c == '_' ||
               c == 'e' || c == 'E')) {
             numberish = 0;
             break;
         }
     }
-    if (numberish) return -1;
+    if (numberish && digit) {
+        /* a sign inside (not after an exponent) or two points make no number: dates such
+         * as 2025-02-30 are certainly not numbers */
+        int points = 0;
+        for (size_t k = a; k < b; k++) {
+            uint8_t c = p[k];
+            points += c == '.';
+            if ((c == '+' || c == '-') && k > a && p[k - 1] != 'e' && p[k - 1] != 'E') return 0;
+        }
+        return points > 1 ? 0 : -1;
+    }
+    if (numberish) return 0;
+    /* inf, infinity, nan, and what strtod makes of nan(...): undecided */
     size_t s = a;
     if (p[s] == '+' || p[s] == '-') s++;
     size_t len = b - s;
-    static const char *words[] = {"inf", "infinity", "nan"};
-    for (int w = 0; w < 3; w++) {
-        if (len == strlen(words[w]) && strncasecmp((const char *)p + s, words[w], len) == 0)
-            return -1;
-    }
+    const char *w = (const char *)p + s;
+    if ((len == 3 && strncasecmp(w, "inf", 3) == 0) || (len == 8 && strncasecmp(w, "infinity", 8) == 0) ||
+        (len >= 3 && strncasecmp(w, "nan", 3) == 0 && (len == 3 || w[3] == '(')))
+        return -1;
     return 0;
 }
 
@@ -436,7 +451,9 @@ static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
 }
 
 /* epoch(TRY_CAST(text AS TIMESTAMPTZ)) for the strict form
- * YYYY-MM-DD[(T| )HH:MM[:SS[.f{1,6}]]][Z|+HH|+HH:MM|+HHMM]: 1 and *out, or -1 undecided. */
+ * YYYY-MM-DD[(T| )HH:MM[:SS[.f{1,6}]]][Z|+HH|+HH:MM|+HHMM]: 1 and *out; 0 for a text of
+ * that form DuckDB reads as no time (February 30, 23:59:60, a date with a zone but no
+ * time); -1 for anything else, left undecided. */
 static int read_instant(const uint8_t *p, size_t n, double *out) {
     int y1, y2, mo, d, h = 0, mi = 0, s = 0;
     int64_t micros = 0;
@@ -445,11 +462,23 @@ static int read_instant(const uint8_t *p, size_t n, double *out) {
         return -1;
     int year = y1 * 100 + y2;
     static const int dim[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (year == 0 || mo < 1 || mo > 12 || d < 1) return -1;
-    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    if (d > dim[mo - 1] + (mo == 2 && leap)) return -1;
+    /* a well-formed date that is no date (February 30, month 13): no time, certainly; the
+     * rest of the text must still have the strict form for that to be sure */
+    int invalid = mo < 1 || mo > 12 || d < 1;
+    if (!invalid) {
+        int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+        invalid = d > dim[mo - 1] + (mo == 2 && leap);
+    }
     size_t i = 10;
     int offset = 0;
+    if (i < n && (p[i] == 'Z' || p[i] == '+' || p[i] == '-')) {
+        /* a date with a zone and no time: DuckDB reads none, in these forms */
+        int zh, zm;
+        if (p[i] == 'Z') return i + 1 == n ? 0 : -1;
+        if (n == i + 3 && two(p + i + 1, &zh)) return 0;
+        if (n == i + 6 && two(p + i + 1, &zh) && p[i + 3] == ':' && two(p + i + 4, &zm)) return 0;
+        return -1;
+    }
     if (i < n) {
         if (p[i] != 'T' && p[i] != ' ') return -1;
         i++;
@@ -468,7 +497,8 @@ static int read_instant(const uint8_t *p, size_t n, double *out) {
                 micros = f;
             }
         }
-        if (h > 23 || mi > 59 || s > 59) return -1;
+        if (h == 24) return -1;  /* DuckDB reads 24:00:00 as the next midnight */
+        if (h > 24 || mi > 59 || s > 59) invalid = 1;
         if (i < n) {
             if (p[i] == 'Z') {
                 i++;
@@ -484,7 +514,7 @@ static int read_instant(const uint8_t *p, size_t n, double *out) {
                     if (!two(p + i, &om)) return -1;
                     i += 2;
                 }
-                if (oh > 14 || om > 59) return -1;
+                /* DuckDB takes any two-digit hours and minutes here (+99:99 included) */
                 offset = sign * (oh * 3600 + om * 60);
             } else {
                 return -1;
@@ -492,8 +522,13 @@ static int read_instant(const uint8_t *p, size_t n, double *out) {
         }
         if (i != n) return -1;
     }
+    if (invalid) return 0;
     int64_t secs = days_from_civil(year, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + s - offset;
-    *out = (double)(secs * 1000000 + micros) / 1000000.0;
+    /* DuckDB's epoch(): whole milliseconds / 1e3 plus the microseconds left / 1e6 (floored),
+     * which is not always the double nearest the exact value; it is matched bit for bit */
+    int64_t all = secs * 1000000 + micros;
+    int64_t ms = all >= 0 ? all / 1000 : -((-all + 999) / 1000);
+    *out = (double)ms / 1e3 + (double)(all - ms * 1000) / 1e6;
     return 1;
 }
 
@@ -721,6 +756,35 @@ static const uint8_t *unescape(Worker *w, FieldRef *f) {
     return w->scratch;
 }
 
+/* Whether a Unicode space separator (Zs) starts p[0:n] / ends it: its length in bytes, or 0. */
+static int is_zs(uint32_t cp) {
+    return cp == 0x20 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+           cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+static size_t zs_at(const uint8_t *p, size_t n) {
+    uint32_t cp;
+    size_t k;
+    if (p[0] < 0x80) { cp = p[0]; k = 1; }
+    else if (p[0] < 0xE0) { if (n < 2) return 0; cp = ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3F); k = 2; }
+    else if (p[0] < 0xF0) {
+        if (n < 3) return 0;
+        cp = ((uint32_t)(p[0] & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+        k = 3;
+    } else return 0;
+    return is_zs(cp) ? k : 0;
+}
+
+static size_t zs_before(const uint8_t *p, size_t n) {
+    size_t start = n;
+    while (start > 0 && n - start < 4) {
+        start--;
+        if ((p[start] & 0xC0) != 0x80) break;
+    }
+    size_t k = zs_at(p + start, n - start);
+    return k == n - start ? k : 0;
+}
+
 static const char *FALSE_WORDS[] = {"", "false", "f", "no", "n", "none", "null", "nan", "-"};
 
 /* clicked, as annotation/sampling_source.py's _clicked_sql reads a text column:
@@ -732,15 +796,18 @@ static int read_click(int mode, const uint8_t *p, size_t n, int present) {
     if (r < 0) return -1;
     if (r == 1) return v > 0;
     if (mode == CLICK_NUMBER) return 0;
+    /* lower(trim(text)) NOT IN the "no" words; DuckDB's trim removes the Unicode space
+     * separators (category Zs), not tabs */
     size_t a = 0, b = n;
-    while (a < b && p[a] == ' ') a++;
-    while (b > a && p[b - 1] == ' ') b--;
+    size_t k;
+    while (a < b && (k = zs_at(p + a, b - a))) a += k;
+    while (b > a && (k = zs_before(p + a, b - a))) b -= k;
     if (b - a > 5) return 1;
     char word[8];
-    for (size_t k = a; k < b; k++) {
-        uint8_t c = p[k];
-        if (c >= 0x80) return 1;
-        word[k - a] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    for (size_t i = a; i < b; i++) {
+        uint8_t c = p[i];
+        if (c >= 0x80) return 1;  /* no lower case of other text is one of the words */
+        word[i - a] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
     }
     word[b - a] = 0;
     for (size_t w = 0; w < sizeof FALSE_WORDS / sizeof *FALSE_WORDS; w++)
@@ -798,8 +865,8 @@ static int commit_batch(Worker *w, Pending *batch, int count) {
             int r = -1;
             if (!p) { worker_stop(w, l->at, "memory"); return 0; }
             if (sc->ts_mode == TS_NUMBER || sc->ts_mode == TS_EITHER) r = read_number(p, f->n, &ts);
-            if (sc->ts_mode == TS_NUMBER && r == 0) { bad_ts = 1; r = 1; ts = NAN; }
-            else if (sc->ts_mode == TS_INSTANT || (sc->ts_mode == TS_EITHER && r == 0)) r = read_instant(p, f->n, &ts);
+            if (sc->ts_mode == TS_INSTANT || (sc->ts_mode == TS_EITHER && r == 0)) r = read_instant(p, f->n, &ts);
+            if (r == 0) { bad_ts = 1; r = 1; ts = NAN; }  /* certainly no time: unparsed */
             if (r != 1) { worker_stop(w, l->at, "a timestamp in a form this reader leaves to DuckDB"); return 0; }
             has_ts = !isnan(ts);
         }
@@ -1001,7 +1068,7 @@ static void *worker_run(void *arg) {
         scan_bytes(p, n, &high, &bad);
         if (bad) { worker_stop(w, line_at, "a NUL character or a lone carriage return"); break; }
         if (high && !valid_utf8(p, n)) { worker_stop(w, line_at, "invalid UTF-8"); break; }
-        FieldRef fields[64];
+        FieldRef fields[MAX_COLUMNS];
         const char *why = NULL;
         if (!split_line(sc, p, n, fields, &why)) { worker_stop(w, line_at, why); break; }
         Pending *l = &ring[head][counts[head]];
@@ -1838,7 +1905,7 @@ static int Scanner_init(Scanner *sc, PyObject *args, PyObject *kw) {
     if (!sc->path) { Py_DECREF(path_obj); PyErr_NoMemory(); return -1; }
     strcpy(sc->path, path);
     Py_DECREF(path_obj);
-    if (delimiter > 127 || ncols < 1 || ncols > 64 || threads < 1) {
+    if (delimiter > 127 || ncols < 1 || ncols > MAX_COLUMNS || threads < 1) {
         PyErr_SetString(PyExc_ValueError, "bad dialect, column count or thread count");
         return -1;
     }

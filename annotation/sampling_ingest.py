@@ -288,10 +288,10 @@ def _persist_native(con: duckdb.DuckDBPyConnection, stats: LogStats) -> None:
         columns[name] = getattr(stats, name)
     columns["pii"] = stats.pii
     # DuckDB reads NaN from NumPy as NULL: the rates are put back to NaN, as stored by SQL.
-    listed = ", ".join(
-        f"coalesce({name}, CAST('NaN' AS DOUBLE)) AS {name}" if name in rates else name
-        for name in columns
-    )
+    # Types as the SQL path makes them: a sum of counts is a HUGEINT there.
+    typed = {name: f"coalesce({name}, CAST('NaN' AS DOUBLE)) AS {name}" for name in rates}
+    typed["frequency"] = "CAST(frequency AS HUGEINT) AS frequency"
+    listed = ", ".join(typed.get(name, name) for name in columns)
     con.register("_native_columns", columns)
     con.execute(f"CREATE OR REPLACE TEMP TABLE _stats AS SELECT {listed} FROM _native_columns")
     con.unregister("_native_columns")

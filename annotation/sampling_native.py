@@ -54,6 +54,7 @@ _CLICK_NUMBER, _CLICK_TEXT = 0, 1
 _KIND_RANK = {kind: rank for rank, kind in enumerate(sorted(PII_KINDS), start=1)}
 _KINDS_BY_RANK = np.array([None, *sorted(PII_KINDS)], dtype=object)
 _HEAD_BYTES = 1 << 20
+_MAX_COLUMNS = 256  # as the C source allows
 
 Progress = Callable[[float, str], None]
 
@@ -107,8 +108,10 @@ def read_native(
     in the log's own unit (the caller's rule for epoch units).
     """
     assert _logscan is not None
-    offset = _data_offset(source)
     columns = source.columns
+    if len(columns) > _MAX_COLUMNS:
+        raise Unsupported(f"more than {_MAX_COLUMNS} columns")
+    offset = _data_offset(source)
     index = {name: columns.index(column) for name, column in used.items()}
     types = source.types or {}
     scanner = _logscan.Scanner(
