@@ -27,6 +27,7 @@
  *               abandonment, and the similarity test of (query, next query) pairs.
  */
 #define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE
 #include <Python.h>
 
 #include <errno.h>
@@ -38,6 +39,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,6 +48,7 @@
 #define READ_BYTES (16u << 20)
 #define MAX_THREADS 8
 #define MAX_COLUMNS 256
+#define MAX_LINE 1999999
 
 /* ------------------------------------------------------------------ memory budget */
 
@@ -55,20 +58,56 @@ typedef struct {
     atomic_int stop;  /* 1 once any thread gives up (or the caller cancels) */
 } Shared;
 
+/* Large arrays (hash tables, line blocks) get transparent huge pages: their accesses are
+ * random, and with 4 KB pages nearly each one also misses the TLB, which on a virtual
+ * machine costs a nested page walk and makes the CPU drop the software prefetches these
+ * lookups rely on. Below the threshold, plain malloc. */
+#define HUGE_BYTES ((size_t)2 << 20)
+
+static void *halloc(size_t size) {
+    if (size < HUGE_BYTES) return malloc(size ? size : 1);
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    madvise(p, size, MADV_HUGEPAGE);
+    return p;
+}
+
+static void hfree(void *p, size_t size) {
+    if (!p) return;
+    if (size < HUGE_BYTES) free(p);
+    else munmap(p, size);
+}
+
+static void *hrealloc(void *old, size_t old_size, size_t size) {
+    if (old_size < HUGE_BYTES && size < HUGE_BYTES) return realloc(old, size ? size : 1);
+    if (old_size >= HUGE_BYTES && size >= HUGE_BYTES) {
+        void *p = mremap(old, old_size, size, MREMAP_MAYMOVE);
+        if (p == MAP_FAILED) return NULL;
+        madvise(p, size, MADV_HUGEPAGE);
+        return p;
+    }
+    void *p = halloc(size);
+    if (!p) return NULL;
+    memcpy(p, old, old_size < size ? old_size : size);
+    hfree(old, old_size);
+    return p;
+}
+
 static void *bmalloc(Shared *sh, size_t size) {
     size_t now = atomic_fetch_add(&sh->used, size) + size;
     if (now > sh->budget) {
         atomic_fetch_sub(&sh->used, size);
         return NULL;
     }
-    void *p = malloc(size ? size : 1);
+    void *p = halloc(size);
     if (!p) atomic_fetch_sub(&sh->used, size);
     return p;
 }
 
 static void *bcalloc(Shared *sh, size_t count, size_t size) {
     void *p = bmalloc(sh, count * size);
-    if (p) memset(p, 0, count * size);
+    /* fresh mappings are zero already */
+    if (p && count * size < HUGE_BYTES) memset(p, 0, count * size);
     return p;
 }
 
@@ -80,7 +119,7 @@ static void *brealloc(Shared *sh, void *old, size_t old_size, size_t size) {
             return NULL;
         }
     }
-    void *p = realloc(old, size ? size : 1);
+    void *p = old ? hrealloc(old, old_size, size) : halloc(size);
     if (!p) {
         if (size > old_size) atomic_fetch_sub(&sh->used, size - old_size);
         return NULL;
@@ -91,7 +130,7 @@ static void *brealloc(Shared *sh, void *old, size_t old_size, size_t size) {
 
 static void bfree(Shared *sh, void *p, size_t size) {
     if (!p) return;
-    free(p);
+    hfree(p, size);
     atomic_fetch_sub(&sh->used, size);
 }
 
@@ -413,20 +452,20 @@ static int read_number(const uint8_t *p, size_t n, double *out) {
         }
     }
     if (numberish && digit) {
-        /* a sign inside (not after an exponent) or two points make no number: dates such
-         * as 2025-02-30 are certainly not numbers */
+        /* a sign after a digit or two points make no number: dates such as 2025-02-30
+         * are certainly not numbers (DuckDB does read "+-1", so other signs stay open) */
         int points = 0;
         for (size_t k = a; k < b; k++) {
             uint8_t c = p[k];
             points += c == '.';
-            if ((c == '+' || c == '-') && k > a && p[k - 1] != 'e' && p[k - 1] != 'E') return 0;
+            if ((c == '+' || c == '-') && k > a && p[k - 1] >= '0' && p[k - 1] <= '9') return 0;
         }
         return points > 1 ? 0 : -1;
     }
     if (numberish) return 0;
     /* inf, infinity, nan, and what strtod makes of nan(...): undecided */
     size_t s = a;
-    if (p[s] == '+' || p[s] == '-') s++;
+    while (s < b && (p[s] == '+' || p[s] == '-')) s++;
     size_t len = b - s;
     const char *w = (const char *)p + s;
     if ((len == 3 && strncasecmp(w, "inf", 3) == 0) || (len == 8 && strncasecmp(w, "infinity", 8) == 0) ||
@@ -1061,6 +1100,9 @@ static void *worker_run(void *arg) {
         if (skip_partial) { skip_partial = 0; continue; }
         size_t n = stop - start;
         const uint8_t *p = buf + start;
+        /* DuckDB's CSV reader rejects a line of 2,000,000 bytes or more (its maximum line
+         * size); a byte earlier, CR included, this reader gives way */
+        if (n >= MAX_LINE) { worker_stop(w, line_at, "a line of two million bytes or more"); break; }
         if (n && p[n - 1] == '\r') n--;
         if (n == 0) { worker_stop(w, line_at, "a blank line"); break; }
         /* NUL, a stray CR and bytes past ASCII (then validated as UTF-8) */
@@ -1873,14 +1915,19 @@ static void scanner_release(Scanner *sc) {
     free(sc->blk);
     sc->blk = NULL;
     sc->nblk = 0;
+    size_t nr = sc->raws.count;
     dict_free(sh, &sc->raws);
     dict_free(sh, &sc->norms);
-    free(sc->raw_norm); sc->raw_norm = NULL;
-    free(sc->foreign); sc->foreign = NULL;
-    free(sc->q_ent); sc->q_ent = NULL;
-    free(sc->q_chars); sc->q_chars = NULL;
-    free(sc->t_start); sc->t_start = NULL;
-    free(sc->t_hash); sc->t_hash = NULL;
+    bfree(sh, sc->raw_norm, (nr + 1) * sizeof(uint32_t));
+    bfree(sh, sc->foreign, nr + 1);
+    bfree(sh, sc->q_ent, (sc->nq + 1) * sizeof(uint32_t));
+    bfree(sh, sc->q_chars, (sc->nq + 1) * sizeof(uint32_t));
+    bfree(sh, sc->t_start, (sc->nq + 2) * sizeof(uint32_t));
+    bfree(sh, sc->t_hash, sc->nterms * sizeof(uint64_t));
+    sc->raw_norm = NULL;
+    sc->foreign = NULL;
+    sc->q_ent = sc->q_chars = sc->t_start = NULL;
+    sc->t_hash = NULL;
 }
 
 static void Scanner_dealloc(Scanner *sc) {
