@@ -54,6 +54,7 @@
 
 typedef struct {
     atomic_size_t used;
+    atomic_size_t peak;  /* the most ever held */
     size_t budget;
     atomic_int stop;  /* 1 once any thread gives up (or the caller cancels) */
 } Shared;
@@ -93,12 +94,19 @@ static void *hrealloc(void *old, size_t old_size, size_t size) {
     return p;
 }
 
+static void note_peak(Shared *sh, size_t now) {
+    size_t seen = atomic_load(&sh->peak);
+    while (now > seen && !atomic_compare_exchange_weak(&sh->peak, &seen, now)) {
+    }
+}
+
 static void *bmalloc(Shared *sh, size_t size) {
     size_t now = atomic_fetch_add(&sh->used, size) + size;
     if (now > sh->budget) {
         atomic_fetch_sub(&sh->used, size);
         return NULL;
     }
+    note_peak(sh, now);
     void *p = halloc(size);
     if (!p) atomic_fetch_sub(&sh->used, size);
     return p;
@@ -118,6 +126,7 @@ static void *brealloc(Shared *sh, void *old, size_t old_size, size_t size) {
             atomic_fetch_sub(&sh->used, size - old_size);
             return NULL;
         }
+        note_peak(sh, now);
     }
     void *p = old ? hrealloc(old, old_size, size) : halloc(size);
     if (!p) {
@@ -178,6 +187,9 @@ static inline uint64_t hash_pair(const uint8_t *p, size_t n, uint64_t *second) {
     return mix(h, 0x9E3779B97F4A7C15ull) | 1;
 }
 
+/* Tables grow past 70% full: fuller tables probe longer, emptier ones cost memory. */
+static inline size_t max_fill(unsigned bits) { return ((size_t)7 << bits) / 10; }
+
 /* ------------------------------------------------------------------ string dictionary */
 
 typedef struct {
@@ -231,7 +243,7 @@ static int dict_grow(Shared *sh, Dict *d) {
 }
 
 static int dict_more_entries(Shared *sh, Dict *d) {
-    size_t cap = d->cap * 2;
+    size_t cap = d->cap + d->cap / 2;  /* by half: doubling would leave up to half unused */
     Entry *e = brealloc(sh, d->e, d->cap * sizeof(Entry), cap * sizeof(Entry));
     if (!e) return 0;
     d->e = e;
@@ -275,14 +287,14 @@ static uint32_t dict_get2(Shared *sh, Dict *d, const uint8_t *p, uint32_t n, uin
         }
         s = (s + 1) & mask;
     }
-    if (d->count + 1 > ((size_t)1 << (d->bits - 1))) {  /* at most half the slots used */
+    if (d->count + 1 > max_fill(d->bits)) {
         if (!dict_grow(sh, d)) return NONE;
         return dict_get2(sh, d, p, n, h, h2);
     }
     if (d->count == d->cap && !dict_more_entries(sh, d)) return NONE;
     if (d->alen + n > d->acap) {
-        size_t cap = d->acap * 2;
-        while (d->alen + n > cap) cap *= 2;
+        size_t cap = d->acap + d->acap / 2;
+        while (d->alen + n > cap) cap += cap / 2;
         if (cap > UINT32_MAX) return NONE;
         uint8_t *a = brealloc(sh, d->arena, d->acap, cap);
         if (!a) return NONE;
@@ -317,45 +329,35 @@ typedef struct {
     IdSlot *slots;
     unsigned bits;
     size_t count;
-    uint64_t *by_id;     /* key of each id, for merging */
-    size_t cap;
 } Ids;
 
 static int ids_init(Shared *sh, Ids *d, unsigned bits) {
     memset(d, 0, sizeof *d);
     d->bits = bits;
     d->slots = bcalloc(sh, (size_t)1 << bits, sizeof(IdSlot));
-    d->cap = (size_t)1 << (bits - 1);
-    d->by_id = bmalloc(sh, d->cap * sizeof(uint64_t));
-    return d->slots && d->by_id;
+    return d->slots != NULL;
 }
 
 static void ids_free(Shared *sh, Ids *d) {
     bfree(sh, d->slots, ((size_t)1 << d->bits) * sizeof(IdSlot));
-    bfree(sh, d->by_id, d->cap * sizeof(uint64_t));
     memset(d, 0, sizeof *d);
 }
 
 static int ids_grow(Shared *sh, Ids *d) {
     unsigned bits = d->bits + 1;
-    size_t nslots = (size_t)1 << bits;
+    size_t nslots = (size_t)1 << bits, old = (size_t)1 << d->bits;
     IdSlot *slots = bcalloc(sh, nslots, sizeof(IdSlot));
     if (!slots) return 0;
-    for (size_t i = 0; i < d->count; i++) {
-        uint64_t k = d->by_id[i];
+    for (size_t i = 0; i < old; i++) {
+        uint64_t k = d->slots[i].key;
+        if (!k) continue;
         size_t s = k >> (64 - bits);
         while (slots[s].key) s = (s + 1) & (nslots - 1);
-        slots[s].key = k;
-        slots[s].id = i;
+        slots[s] = d->slots[i];
     }
-    bfree(sh, d->slots, ((size_t)1 << d->bits) * sizeof(IdSlot));
+    bfree(sh, d->slots, old * sizeof(IdSlot));
     d->slots = slots;
     d->bits = bits;
-    size_t cap = nslots >> 1;
-    uint64_t *by = brealloc(sh, d->by_id, d->cap * sizeof(uint64_t), cap * sizeof(uint64_t));
-    if (!by) return 0;
-    d->by_id = by;
-    d->cap = cap;
     return 1;
 }
 
@@ -372,14 +374,13 @@ static uint32_t ids_get(Shared *sh, Ids *d, uint64_t k) {
         if (!v) break;
         s = (s + 1) & mask;
     }
-    if (d->count + 1 > d->cap) {
+    if (d->count + 1 > max_fill(d->bits)) {
         if (!ids_grow(sh, d)) return NONE;
         return ids_get(sh, d, k);
     }
     uint32_t id = (uint32_t)d->count++;
     d->slots[s].key = k;
     d->slots[s].id = id;
-    d->by_id[id] = k;
     return id;
 }
 
@@ -1151,6 +1152,18 @@ static void *worker_run(void *arg) {
 
 /* ------------------------------------------------------------------ read() */
 
+/* Map each id of ``from`` to the id of the same key in ``into`` (added if new). */
+static int merge_ids(Shared *sh, Ids *into, const Ids *from, uint32_t *map) {
+    size_t nslots = (size_t)1 << from->bits;
+    for (size_t i = 0; i < nslots; i++) {
+        if (!from->slots[i].key) continue;
+        uint32_t id = ids_get(sh, into, from->slots[i].key);
+        if (id == NONE) return 0;
+        map[from->slots[i].id] = id;
+    }
+    return 1;
+}
+
 static int merge_workers(Scanner *sc, int nw) {
     Shared *sh = &sc->sh;
     Worker *w0 = &sc->workers[0];
@@ -1184,10 +1197,7 @@ static int merge_workers(Scanner *sc, int nw) {
                 if (!isnan(e->max_ts) && (isnan(G->max_ts) || e->max_ts > G->max_ts)) G->max_ts = e->max_ts;
                 rmap[i] = g;
             }
-            for (size_t i = 0; ok && i < w->sessions.count; i++)
-                if ((smap[i] = ids_get(sh, &sessions, w->sessions.by_id[i])) == NONE) ok = 0;
-            for (size_t i = 0; ok && i < w->users.count; i++)
-                if ((umap[i] = ids_get(sh, &users, w->users.by_id[i])) == NONE) ok = 0;
+            ok = ok && merge_ids(sh, &sessions, &w->sessions, smap) && merge_ids(sh, &users, &w->users, umap);
             dict_free(sh, &w->raws);
             ids_free(sh, &w->sessions);
             ids_free(sh, &w->users);
@@ -1995,6 +2005,10 @@ static PyObject *Scanner_get_memory(Scanner *sc, void *closure) {
     return PyLong_FromSize_t(atomic_load(&sc->sh.used));
 }
 
+static PyObject *Scanner_get_peak(Scanner *sc, void *closure) {
+    return PyLong_FromSize_t(atomic_load(&sc->sh.peak));
+}
+
 static PyMethodDef Scanner_methods[] = {
     {"read", (PyCFunction)Scanner_read, METH_NOARGS, "Parse the file (releases the GIL)."},
     {"foreign", (PyCFunction)Scanner_foreign, METH_VARARGS, "Normalise ASCII; return the rest."},
@@ -2008,6 +2022,7 @@ static PyMethodDef Scanner_methods[] = {
 static PyGetSetDef Scanner_getset[] = {
     {"progress", (getter)Scanner_progress, NULL, "share of the file parsed", NULL},
     {"memory", (getter)Scanner_get_memory, NULL, "bytes held", NULL},
+    {"peak_memory", (getter)Scanner_get_peak, NULL, "the most bytes held at once", NULL},
     {NULL}};
 
 static PyTypeObject ScannerType = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,13 @@ class Command(BaseCommand):
             help="JSON strata definition to reuse (a project's stored one); "
             "excludes --cuts, --failures, --reformulation-window and --mask-pii",
         )
-        parser.add_argument("--memory-limit", default="500MB", help="DuckDB memory limit")
-        parser.add_argument("--threads", type=int, help="DuckDB threads (default: cores, max 4)")
+        parser.add_argument(
+            "--memory-limit",
+            help="memory the ingestion may hold, e.g. 500MB: DuckDB spills to disk beyond it, "
+            "and the compiled reader of CSV/TSV logs gives way to DuckDB beyond it (default: "
+            "500MB for DuckDB, 900MB for the compiled reader)",
+        )
+        parser.add_argument("--threads", type=int, help="threads (default: cores, max 4)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -94,7 +100,10 @@ class Command(BaseCommand):
             check_seed(seed, "--seed")
         except ValueError as error:
             raise CommandError(str(error)) from None
-        engine = EngineSettings(memory_limit=options["memory_limit"], threads=options["threads"])
+        engine = EngineSettings(threads=options["threads"])
+        if options["memory_limit"]:
+            limit = options["memory_limit"]
+            engine = replace(engine, memory_limit=limit, native_memory_limit=limit)
         try:
             stats = ingest_log(
                 options["log"],
