@@ -25,6 +25,7 @@ __all__ = [
     "QueryStats",
     "fetch_stats",
     "load_stats",
+    "reader_summary",
     "report_from_json",
 ]
 
@@ -193,6 +194,13 @@ def fetch_stats(
         pii=np.array([None if m else k for k, m in zip(kinds, missing, strict=True)], object),
         report=report,
     )
+
+
+def reader_summary(reader: str, note: str) -> str:
+    """Which reader produced the statistics, and why DuckDB when the compiled one did not."""
+    if reader == "native":
+        return "read by the compiled CSV/TSV reader"
+    return f"read by DuckDB ({note})" if note else "read by DuckDB"
 
 
 def report_from_json(row: tuple[Any, ...] | None) -> IngestReport | None:

@@ -14,6 +14,7 @@ from annotation.sampling_options import (
     describe_definition,
     requested_definition,
 )
+from annotation.sampling_stats import reader_summary
 from annotation.services_sampling import (
     SamplingError,
     accepted_message,
@@ -141,7 +142,8 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     action = "masked" if report.get("pii_policy") == "mask" else "excluded"
     lines = [
         f"{report['rows']} lines read, {report['events']} events in the statistics, "
-        f"{report['distinct_queries']} distinct queries",
+        f"{report['distinct_queries']} distinct queries, "
+        + reader_summary(report.get("reader", "duckdb"), report.get("reader_note", "")),
         f"skipped: {report['malformed_rows']} malformed lines, {report['blank_queries']} blank "
         f"queries; {report['invalid_utf8_lines']} lines with invalid UTF-8 repaired",
         f"personal data ({action}): {pii or 'none found'}",

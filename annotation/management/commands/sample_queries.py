@@ -35,6 +35,7 @@ from annotation.sampling_options import (
     add_definition_arguments,
     definition_from_options,
 )
+from annotation.sampling_stats import reader_summary
 
 
 class Command(BaseCommand):
@@ -194,7 +195,8 @@ def _report_lines(
         lines.append(
             f"log: {report.path} ({report.log_format}), {report.rows} rows, {report.events} "
             f"events in the statistics, {report.distinct_queries} distinct queries "
-            f"({report.distinct_raw_queries} raw forms), {report.seconds:.1f} s"
+            f"({report.distinct_raw_queries} raw forms), {report.seconds:.1f} s, "
+            + reader_summary(report.reader, report.reader_note)
         )
         lines.append(
             f"skipped: {report.malformed_rows} malformed lines, {report.blank_queries} blank "

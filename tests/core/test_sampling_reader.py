@@ -1,0 +1,114 @@
+"""The compiled log reader as users meet it: built, chosen, given way, cancelled, reported.
+
+``tests/test_sampling_native.py`` holds the differential tests (the compiled reader against
+the DuckDB path on crafted and generated logs); these are about the choice between them.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from annotation import sampling_native
+from annotation.sampling import EngineSettings, StrataDefinition, ingest_log
+
+LOG = (
+    "query,timestamp,session_id,user_id,result_count,clicked\n"
+    "red shoes,2025-01-01T00:00:00Z,s1,u1,12,0\n"
+    "red shoe,2025-01-01T00:00:20Z,s1,u1,0,0\n"
+    "blue hat,2025-01-01T00:10:00Z,s2,u2,3,1\n"
+    "Red  Shoes,2025-01-01T00:11:00Z,s2,u2,7,1\n"
+)
+
+
+def write(tmp_path: Path, text: str = LOG, name: str = "log.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_compiled_reader_is_built() -> None:
+    # `make install` compiles it; without it every log would silently take the slow path.
+    assert sampling_native.AVAILABLE, "annotation._logscan is not built: run `make install`"
+
+
+def test_a_regular_csv_is_read_by_the_compiled_reader(tmp_path: Path) -> None:
+    stats = ingest_log(write(tmp_path))
+    assert stats.report is not None
+    assert (stats.report.reader, stats.report.reader_note) == ("native", "")
+    assert list(stats.query) == ["blue hat", "red shoe", "red shoes"]
+    assert list(stats.frequency) == [1, 1, 2]
+    assert list(stats.zero_result_rate) == [0.0, 1.0, 0.0]
+    # "red shoes" is followed within the window by "red shoe" (a shared term) once of twice
+    assert list(stats.reformulation_rate) == [0.0, 0.0, 0.5]
+
+
+def test_past_its_memory_limit_the_log_goes_to_duckdb_with_the_same_result(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    small = ingest_log(path, engine=EngineSettings(native_memory_limit="64kB"))
+    native = ingest_log(path)
+    assert small.report is not None and small.report.reader == "duckdb"
+    assert "memory" in small.report.reader_note
+    for name in ("query", "frequency", "sessions", "users", "pii"):
+        assert list(getattr(small, name)) == list(getattr(native, name))
+    for name in ("zero_result_rate", "reformulation_rate", "abandonment_rate"):
+        np.testing.assert_array_equal(getattr(small, name), getattr(native, name))
+
+
+def test_an_irregular_line_names_where_the_compiled_reader_gave_way(tmp_path: Path) -> None:
+    path = write(tmp_path, LOG + "green,2025-01-01T00:12:00Z,s3,u3,1,1,extra\n")
+    stats = ingest_log(path)
+    assert stats.report is not None
+    assert stats.report.reader == "duckdb"
+    assert stats.report.reader_note == "line 6: more fields than the header"
+    assert stats.report.malformed_rows == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "engine", "note"),
+    [
+        ("log.jsonl", EngineSettings(), "jsonl is read by DuckDB"),
+        ("log.csv", EngineSettings(reader="duckdb"), "the DuckDB reader was asked for"),
+    ],
+)
+def test_other_logs_say_why_duckdb_read_them(
+    tmp_path: Path, name: str, engine: EngineSettings, note: str
+) -> None:
+    text = LOG if name.endswith(".csv") else '{"query": "red shoes"}\n'
+    stats = ingest_log(write(tmp_path, text, name), engine=engine)
+    assert stats.report is not None
+    assert (stats.report.reader, stats.report.reader_note) == ("duckdb", note)
+
+
+def test_a_cancelled_read_stops_the_reader_and_raises() -> None:
+    stopped = threading.Event()
+
+    class Cancelled(Exception):
+        pass
+
+    def poll() -> None:
+        raise Cancelled
+
+    with pytest.raises(Cancelled):
+        # The work waits for its cancel, as the reader stops at the next line once told.
+        sampling_native._in_thread(lambda: stopped.wait(10), poll, stopped.set)
+    assert stopped.is_set()
+
+
+def test_sample_queries_names_the_reader(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    call_command(
+        "sample_queries", "--log", str(write(tmp_path)), "--quota", "tail=1", "--seed", "7"
+    )
+    assert "read by the compiled CSV/TSV reader" in capsys.readouterr().err
+
+
+def test_a_mask_definition_is_kept_by_the_compiled_reader(tmp_path: Path) -> None:
+    text = LOG + "mail bob@example.com,2025-01-01T00:13:00Z,s4,u4,1,1\n"
+    stats = ingest_log(write(tmp_path, text), definition=StrataDefinition(pii="mask"))
+    assert stats.report is not None and stats.report.reader == "native"
+    assert "mail [email]" in list(stats.query)
+    assert stats.report.pii[0].kind == "email"
