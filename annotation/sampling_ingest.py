@@ -60,6 +60,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -181,7 +182,7 @@ def _ingest(
     with _Connection(settings, database, rule) as (con, workdir):
         run = _Runner(con, on_progress)
         run.report(0.0, "reading the log")
-        source = describe_or_repair(con, path, log_format, workdir)
+        source = _describe_by_name(con, path, log_format, workdir)
         mapping = (columns or ColumnMap()).matched(source.columns)
         fields, used = field_sql(source, mapping)
         found = source.columns
@@ -220,6 +221,29 @@ def _ingest(
             _persist(con, report)
         run.report(1.0, f"{len(stats)} distinct queries")
         return stats
+
+
+# DuckDB takes these characters in a file name as a pattern ("log[1].csv" reads "log1.csv").
+_PATTERN = re.compile(r"[*?\[\]{}]")
+
+
+def _describe_by_name(
+    con: duckdb.DuckDBPyConnection, path: Path, log_format: LogFormat | None, workdir: Path
+) -> Source:
+    """:func:`describe_or_repair` for exactly the file named, whatever its name holds.
+
+    A name DuckDB would expand as a pattern is read through a plainly named link to it;
+    messages and the report still name the file itself.
+    """
+    if not _PATTERN.search(path.name) or not path.is_file():
+        return describe_or_repair(con, path, log_format, workdir)
+    link = workdir / ("log" + "".join(path.suffixes[-2:]))
+    link.symlink_to(path.resolve())
+    try:
+        source = describe_or_repair(con, link, log_format, workdir)
+    except LogError as error:
+        raise LogError(str(error).replace(str(link), str(path))) from None
+    return replace(source, original=path, path=link if source.path == link else source.path)
 
 
 def _native_note(source: Source, settings: EngineSettings) -> str:

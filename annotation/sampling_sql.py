@@ -179,11 +179,13 @@ _DISTINCT = """CREATE OR REPLACE TEMP TABLE _distinct AS
 
 
 def _sequence_sql(window: float) -> str:
+    # The window as a DOUBLE from its repr: a huge window in milliseconds may be "inf".
     # Abandonment compares with the session's last click: "no click at or after t" holds
     # exactly when the last click came before t (or never), ties included.
     return f"""CREATE OR REPLACE TEMP TABLE _seq AS
         SELECT nid,
-               CASE WHEN next_ts - ts > 0 AND next_ts - ts <= {window!r} AND next_nid <> nid
+               CASE WHEN next_ts - ts > 0 AND next_ts - ts <= CAST('{window!r}' AS DOUBLE)
+                         AND next_nid <> nid
                     THEN next_nid END AS next_nid,
                count(*) AS n,
                count(*) FILTER (WHERE last_click IS NULL OR last_click < ts) AS abandoned_n

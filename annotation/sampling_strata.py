@@ -196,22 +196,28 @@ def stratify(stats: LogStats, definition: StrataDefinition) -> Strata:
     """Assign every query of ``stats`` to head, torso, tail or failures (see the definition)."""
     frequency = np.asarray(stats.frequency, dtype=np.int64)
     order = _rank_order(frequency)
-    traffic = _traffic_labels(frequency, order, definition)
+    traffic = _traffic_codes(frequency, order, definition)
     failing = _failing(stats, definition.failures)
-    labels = np.where(failing, "failures", traffic).astype("<U8")
+    # Labels are worked out as small integers (string arrays of a million rows are slow to
+    # fill and compare) and named once at the end.
+    codes = np.where(failing, _CODES["failures"], traffic)
     ranked = frequency[order]
-    head, torso = (int(np.count_nonzero(traffic == name)) for name in ("head", "torso"))
+    head, torso = (int(np.count_nonzero(traffic == _CODES[name])) for name in ("head", "torso"))
+    total = frequency.sum()
+    traffic_labels = _NAMES[traffic]
     return Strata(
         definition=definition,
-        labels=labels,
-        traffic_labels=traffic,
-        summary=tuple(
-            _summary(name, frequency[labels == name], frequency.sum()) for name in STRATA
-        ),
+        labels=_NAMES[codes],
+        traffic_labels=traffic_labels,
+        summary=tuple(_summary(name, frequency[codes == _CODES[name]], total) for name in STRATA),
         cut_ranks=(head, head + torso),
         rank_frequency=rank_frequency_points(ranked),
         warnings=_warnings(ranked, traffic, definition),
     )
+
+
+_NAMES = np.array(STRATA, dtype="<U8")
+_CODES = {name: np.int8(code) for code, name in enumerate(STRATA)}
 
 
 def _rank_order(frequency: np.ndarray) -> np.ndarray:
@@ -219,10 +225,10 @@ def _rank_order(frequency: np.ndarray) -> np.ndarray:
     return np.argsort(-frequency, kind="stable")
 
 
-def _traffic_labels(
+def _traffic_codes(
     frequency: np.ndarray, order: np.ndarray, definition: StrataDefinition
 ) -> np.ndarray:
-    labels = np.full(frequency.shape, "tail", dtype="<U8")
+    labels = np.full(frequency.shape, _CODES["tail"], dtype=np.int8)
     if frequency.size == 0:
         return labels
     ranked = frequency[order]
@@ -233,18 +239,19 @@ def _traffic_labels(
     group_end_traffic = cumulative[_group_last_index(last_of_group)]
     total = float(cumulative[-1])
     slack = 1e-9 * total  # so that shares such as 1/3 of 3 compare as intended
-    ranked_labels = np.select(
-        [
-            group_end_traffic <= definition.head_share * total + slack,
+    ranked_labels = np.where(
+        group_end_traffic <= definition.head_share * total + slack,
+        _CODES["head"],
+        np.where(
             group_end_traffic <= definition.torso_share * total + slack,
-        ],
-        ["head", "torso"],
-        "tail",
-    )
+            _CODES["torso"],
+            _CODES["tail"],
+        ),
+    ).astype(np.int8)
     if definition.head_share > 0 and ranked[0] != ranked[-1]:
         # The most frequent queries are head however much traffic they hold alone: a head
         # without the log's top query would misname every stratum.
-        ranked_labels[ranked == ranked[0]] = "head"
+        ranked_labels[ranked == ranked[0]] = _CODES["head"]
     labels[order] = ranked_labels
     return labels
 
@@ -293,7 +300,7 @@ def _warnings(
         f"the {name} stratum is empty with cut points at {cuts} of traffic (queries of equal "
         "frequency are never split across a cut): its quota draws nothing"
         for name in ("head", "torso", "tail")
-        if ranked.size and not np.any(traffic == name)
+        if ranked.size and not np.any(traffic == _CODES[name])
     )
 
 
