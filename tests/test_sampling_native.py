@@ -24,6 +24,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Literal
 
 import duckdb
 import numpy as np
@@ -52,11 +53,13 @@ READER_KEYS = ("seconds", "reader", "reader_note")
 # --------------------------------------------------------------------------- comparison
 
 
-def engine(reader: str, **options) -> EngineSettings:
+def engine(reader: Literal["auto", "duckdb"], **options) -> EngineSettings:
     return EngineSettings(reader=reader, **options)
 
 
-def ingest(path: Path, reader: str, threads: int = 2, **kwargs) -> LogStats | LogError:
+def ingest(
+    path: Path, reader: Literal["auto", "duckdb"], threads: int = 2, **kwargs
+) -> LogStats | LogError:
     try:
         return ingest_log(path, engine=engine(reader, threads=threads), **kwargs)
     except LogError as error:
@@ -263,7 +266,7 @@ def _typo(text: str, rng: random.Random) -> str:
 
 def _base_queries(rng: random.Random) -> list[str]:
     words = WORDS + UNICODE_WORDS
-    queries = set()
+    queries: set[str] = set()
     while len(queries) < rng.randint(25, 60):
         terms = [rng.choice(words) for _ in range(rng.choice([1, 1, 2, 2, 2, 3, 4]))]
         queries.add(" ".join(terms))
