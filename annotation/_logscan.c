@@ -1602,67 +1602,67 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
             if (kind[i] && (!pii[q] || kind[i] < pii[q])) pii[q] = kind[i];
             if (kind[i] && exclude) excl[q] = 1;
         }
-        /* the lines: raw id -> query id */
+        /* the lines: raw id -> query id, through a compact norm -> query table (reading
+         * the 48-byte entries at random would cost a cache miss per raw string) */
+        uint32_t *norm_q = malloc((nn0 + 1) * sizeof(uint32_t));
         uint32_t *raw_q = malloc((sc->raws.count + 1) * sizeof(uint32_t));
-        ok = raw_q != NULL;
-        for (size_t r = 0; ok && r < sc->raws.count; r++) {
-            uint32_t nm = sc->raw_norm[r];
-            raw_q[r] = sc->norms.e[nm].len == 0 ? NONE : qid[group_of[nm]];
-        }
+        ok = raw_q && norm_q;
+        for (size_t i = 0; ok && i < nn0; i++)
+            norm_q[i] = sc->norms.e[i].len == 0 ? NONE : qid[group_of[i]];
+        for (size_t r = 0; ok && r < sc->raws.count; r++) raw_q[r] = norm_q[sc->raw_norm[r]];
         for (size_t b = 0; ok && b < sc->nblk; b++) {
             uint32_t *raw = sc->blk[b].raw;
             for (uint32_t i = 0; i < BLOCK_LINES; i++)
                 if (raw[i] != NONE) raw[i] = raw_q[raw[i]];
         }
         free(raw_q);
-        /* texts, lengths in characters, distinct term hashes */
-        size_t cap = 0, nt = 0;
-        uint64_t *th = NULL;
-        for (size_t q = 0; ok && q < nq; q++) {
-            uint32_t ent = keys[q].ent;
-            Entry *e = &sc->norms.e[ent];
+        free(norm_q);
+        /* per query: its entry, its length in characters and the hashes of its terms,
+         * worked out in entry order, the order of the texts in the arena; each query's
+         * hashes are sorted (a repeated term may stay twice: only equality is asked) */
+        for (size_t q = 0; q <= nq; q++) sc->t_start[q] = 0;
+        for (size_t i = 0; ok && i < nn; i++) {
+            uint32_t q = qid[i];
+            if (q == NONE) continue;
+            const Entry *e = &sc->norms.e[i];
             const uint8_t *p = sc->norms.arena + e->off;
-            sc->q_ent[q] = ent;
+            sc->q_ent[q] = (uint32_t)i;
             sc->q_chars[q] = (uint32_t)count_chars(p, e->len);
-            sc->t_start[q] = (uint32_t)nt;
-            size_t first = nt;
-            size_t i = 0;
-            while (i <= e->len) {
-                size_t j = i;
-                while (j < e->len && p[j] != ' ') j++;
-                if (j > i) {
-                    if (nt == cap) {
-                        size_t ncap = cap ? cap * 2 : (size_t)1 << 16;
-                        uint64_t *t = brealloc(sh, th, cap * 8, ncap * 8);
-                        if (!t) { ok = 0; break; }
-                        th = t;
-                        cap = ncap;
-                    }
-                    th[nt++] = hash_bytes(p + i, j - i);
-                }
-                i = j + 1;
-            }
-            if (nt - first > 1) {
-                qsort(th + first, nt - first, 8, cmp_u64);
-                size_t m = first + 1;
-                for (size_t k = first + 1; k < nt; k++)
-                    if (th[k] != th[m - 1]) th[m++] = th[k];
-                nt = m;
-            }
+            uint32_t terms = 0;
+            for (uint32_t k = 0; k < e->len; k++) terms += p[k] != ' ' && (k == 0 || p[k - 1] == ' ');
+            sc->t_start[q + 1] = terms;
         }
-        sc->t_start[nq] = (uint32_t)nt;
+        for (size_t q = 0; q < nq; q++) sc->t_start[q + 1] += sc->t_start[q];
+        size_t nt = sc->t_start[nq];
+        uint64_t *th = ok ? bmalloc(sh, (nt + 1) * sizeof(uint64_t)) : NULL;
+        ok = ok && th;
+        for (size_t i = 0; ok && i < nn; i++) {
+            uint32_t q = qid[i];
+            if (q == NONE) continue;
+            const Entry *e = &sc->norms.e[i];
+            const uint8_t *p = sc->norms.arena + e->off;
+            uint32_t at = sc->t_start[q], first = at;
+            for (uint32_t k = 0; k < e->len;) {
+                uint32_t j = k;
+                while (j < e->len && p[j] != ' ') j++;
+                if (j > k) th[at++] = hash_bytes(p + k, j - k);
+                k = j + 1;
+            }
+            if (at - first > 1) qsort(th + first, at - first, 8, cmp_u64);
+        }
         sc->t_hash = th;
-        sc->nterms = cap;
+        sc->nterms = nt + 1;
         Py_END_ALLOW_THREADS
     }
     PyObject *result = NULL;
     if (ok) {
         PyObject *texts = PyList_New((Py_ssize_t)nq);
-        for (size_t q = 0; texts && q < nq; q++) {
-            Entry *e = &sc->norms.e[sc->q_ent[q]];
+        for (size_t i = 0; texts && i < nn; i++) {  /* entry order: the arena is read in order */
+            if (qid[i] == NONE) continue;
+            Entry *e = &sc->norms.e[i];
             PyObject *s = PyUnicode_DecodeUTF8((const char *)sc->norms.arena + e->off, e->len, "strict");
             if (!s) { Py_CLEAR(texts); break; }
-            PyList_SET_ITEM(texts, (Py_ssize_t)q, s);
+            PyList_SET_ITEM(texts, (Py_ssize_t)qid[i], s);
         }
         if (texts) {
             result = Py_BuildValue(
