@@ -131,6 +131,7 @@ def read_native(
         threads,
         budget,
     )
+    report(0.02, "reading events")
     try:
         _in_thread(
             scanner.read,
