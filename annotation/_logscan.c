@@ -1770,6 +1770,8 @@ typedef struct {
     int by_user;
     double window;
     int ok;
+    uint32_t *perm, *start;      /* the lines grouped by session (or user) id */
+    size_t from, to;             /* the groups this job walks */
     uint32_t *distinct;          /* per query: distinct sessions (or users) */
     uint32_t *seq_n, *aband_n, *reform_n;
 } Job;
@@ -1801,18 +1803,19 @@ static uint32_t *group_lines(Scanner *sc, int by_user, size_t ngroups, uint32_t 
     return perm;
 }
 
-static void *job_run(void *arg) {
+/* Walk groups [from, to): distinct groups per query and, for sessions, the sequence of
+ * each session in time order (successors, abandonment, reformulations). */
+static void *job_walk(void *arg) {
     Job *job = arg;
     Scanner *sc = job->sc;
-    size_t ngroups = job->by_user ? sc->nusers : sc->nsessions;
-    uint32_t *start = NULL;
-    uint32_t *perm = group_lines(sc, job->by_user, ngroups, &start);
+    uint32_t *start = job->start, *perm = job->perm;
     uint32_t *last = malloc((sc->nq + 1) * sizeof(uint32_t));
     size_t cap = 64;
     Event *ev = malloc(cap * sizeof(Event));
-    if (!perm || !last || !ev) { free(perm); free(start); free(last); free(ev); job->ok = 0; return NULL; }
+    job->ok = 0;
+    if (!last || !ev) { free(last); free(ev); return NULL; }
     for (size_t q = 0; q < sc->nq; q++) last[q] = NONE;
-    for (size_t s = 0; s < ngroups; s++) {
+    for (size_t s = job->from; s < job->to; s++) {
         uint32_t a = start[s], z = start[s + 1];
         size_t m = 0;
         for (uint32_t k = a; k < z; k++) {
@@ -1824,7 +1827,7 @@ static void *job_run(void *arg) {
             if (job->by_user || isnan(B->ts[off])) continue;
             if (m == cap) {
                 Event *e = realloc(ev, cap * 2 * sizeof(Event));
-                if (!e) { job->ok = 0; goto out; }
+                if (!e) goto out;
                 ev = e;
                 cap *= 2;
             }
@@ -1860,10 +1863,39 @@ static void *job_run(void *arg) {
     }
     job->ok = 1;
 out:
-    free(perm);
-    free(start);
     free(last);
     free(ev);
+    return NULL;
+}
+
+/* The users' job whole: group by user, then count distinct users per query. */
+static void *job_users(void *arg) {
+    Job *job = arg;
+    job->ok = 0;
+    job->perm = group_lines(job->sc, 1, job->sc->nusers, &job->start);
+    if (!job->perm) return NULL;
+    job->from = 0;
+    job->to = job->sc->nusers;
+    job_walk(job);
+    free(job->perm);
+    free(job->start);
+    job->perm = job->start = NULL;
+    return NULL;
+}
+
+/* Run a(x) here and b(y) on a second thread (or after, with one thread). */
+static void both(Scanner *sc, void *(*a)(void *), void *x, void *(*b)(void *), void *y) {
+    pthread_t th;
+    int threaded = sc->nthreads > 1 && pthread_create(&th, NULL, b, y) == 0;
+    a(x);
+    if (threaded) pthread_join(th, NULL);
+    else b(y);
+}
+
+static void *group_sessions(void *arg) {
+    Job *job = arg;
+    job->perm = group_lines(job->sc, 0, job->sc->nsessions, &job->start);
+    job->ok = job->perm != NULL;
     return NULL;
 }
 
@@ -1875,21 +1907,39 @@ static PyObject *Scanner_follow(Scanner *sc, PyObject *args) {
     if (sc->stage != 4) return PyErr_Format(PyExc_RuntimeError, "follow() runs after number()");
     sc->stage = 5;
     size_t nq = sc->nq;
-    uint32_t *arrays[5];
-    for (int k = 0; k < 5; k++) arrays[k] = calloc(nq + 1, sizeof(uint32_t));
-    Job sessions = {sc, 0, window, 0, arrays[0], arrays[2], arrays[3], arrays[4]};
-    Job users = {sc, 1, window, 0, arrays[1], NULL, NULL, NULL};
+    /* sessions' accumulators twice (each half of the sessions its own), users' once */
+    uint32_t *arrays[9];
     int ok = 1;
-    for (int k = 0; k < 5; k++) ok &= arrays[k] != NULL;
+    for (int k = 0; k < 9; k++) ok &= (arrays[k] = calloc(nq + 1, sizeof(uint32_t))) != NULL;
+    Job first = {sc, 0, window, 0, NULL, NULL, 0, 0, arrays[0], arrays[2], arrays[3], arrays[4]};
+    Job second = {sc, 0, window, 0, NULL, NULL, 0, 0, arrays[5], arrays[6], arrays[7], arrays[8]};
+    Job users = {sc, 1, window, 0, NULL, NULL, 0, 0, arrays[1], NULL, NULL, NULL};
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
-        pthread_t th;
-        int threaded = sc->nthreads > 1 && pthread_create(&th, NULL, job_run, &users) == 0;
-        job_run(&sessions);
-        if (threaded) pthread_join(th, NULL);
-        else job_run(&users);
+        /* the sessions' counting sort beside the users' whole job (the shorter two), then
+         * the session walk (the longest) in two halves with as many lines each */
+        both(sc, group_sessions, &first, job_users, &users);
+        if (first.ok) {
+            size_t ns = sc->nsessions, half = first.start[ns] / 2, mid = 0;
+            while (mid < ns && first.start[mid] < half) mid++;
+            second.perm = first.perm;
+            second.start = first.start;
+            first.from = 0;
+            first.to = mid;
+            second.from = mid;
+            second.to = ns;
+            both(sc, job_walk, &first, job_walk, &second);
+            for (size_t q = 0; q < nq; q++) {
+                arrays[0][q] += arrays[5][q];
+                arrays[2][q] += arrays[6][q];
+                arrays[3][q] += arrays[7][q];
+                arrays[4][q] += arrays[8][q];
+            }
+        }
+        free(first.perm);
+        free(first.start);
         Py_END_ALLOW_THREADS
-        ok = sessions.ok && users.ok;
+        ok = first.ok && second.ok && users.ok;
     }
     PyObject *result = NULL;
     if (ok) {
@@ -1902,7 +1952,7 @@ static PyObject *Scanner_follow(Scanner *sc, PyObject *args) {
     } else {
         PyErr_NoMemory();
     }
-    for (int k = 0; k < 5; k++) free(arrays[k]);
+    for (int k = 0; k < 9; k++) free(arrays[k]);
     return result;
 }
 
