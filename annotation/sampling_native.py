@@ -29,7 +29,7 @@ import numpy as np
 from .sampling_source import Source, is_numeric_type, is_temporal_type
 from .sampling_stats import LogStats, PiiCount
 from .sampling_strata import StrataDefinition
-from .sampling_text import PII_KINDS, normalise_query, pii_screen
+from .sampling_text import PII_KINDS, normalise_many, pii_screen
 
 try:
     from . import _logscan  # type: ignore[attr-defined]
@@ -145,7 +145,8 @@ def read_native(
     normalisation = rule.normalisation
     foreign = scanner.foreign(normalisation.casefold, normalisation.collapse_whitespace)
     report(0.64, "normalising and screening queries")
-    scanner.set_norms([(raw, normalise_query(text, normalisation)) for raw, text in foreign])
+    normalised = normalise_many([text for _, text in foreign], normalisation)
+    scanner.set_norms([(raw, text) for (raw, _), text in zip(foreign, normalised, strict=True)])
     flagged, pii = _screen(scanner.screen())
     report(0.70, "numbering queries")
     numbered = scanner.number(flagged, rule.pii == "exclude")

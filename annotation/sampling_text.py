@@ -20,6 +20,7 @@ __all__ = [
     "Normalisation",
     "PiiKind",
     "mask_sql",
+    "normalise_many",
     "normalise_query",
     "normalise_sql",
     "pii_kind_sql",
@@ -64,6 +65,31 @@ def normalise_query(text: str, normalisation: Normalisation | None = None) -> st
     if rule.collapse_whitespace:
         text = " ".join(text.split())
     return text
+
+
+def normalise_many(texts: list[str], normalisation: Normalisation | None = None) -> list[str]:
+    """:func:`normalise_query` of each text, for many texts at once (the same results).
+
+    Normalising and folding run once over all texts joined by NUL, which neither operation
+    changes nor combines with a neighbour (NUL is a starter that composes with nothing), so
+    each text comes out as it would alone; only whitespace is collapsed text by text. This
+    is several times faster than a call per text. Texts holding NUL themselves go one by
+    one, as NUL becomes U+FFFD there.
+    """
+    rule = normalisation or Normalisation()
+    if any("\x00" in text for text in texts):
+        return [normalise_query(text, rule) for text in texts]
+    joined = "\x00".join(texts)
+    if rule.nfkc:
+        joined = unicodedata.normalize("NFKC", joined)
+    if rule.casefold:
+        joined = joined.casefold()
+        if rule.nfkc:
+            joined = unicodedata.normalize("NFKC", joined)
+    parts = joined.split("\x00") if texts else []
+    if rule.collapse_whitespace:
+        parts = [" ".join(part.split()) for part in parts]
+    return parts
 
 
 # The characters Python's ``str.split()`` treats as whitespace within ASCII, as an RE2 class,

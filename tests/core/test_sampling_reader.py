@@ -6,6 +6,7 @@ the DuckDB path on crafted and generated logs); these are about the choice betwe
 
 from __future__ import annotations
 
+import random
 import threading
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from django.core.management import call_command
 
 from annotation import sampling_native
 from annotation.sampling import EngineSettings, StrataDefinition, ingest_log
+from annotation.sampling_text import Normalisation, normalise_many, normalise_query
 
 LOG = (
     "query,timestamp,session_id,user_id,result_count,clicked\n"
@@ -112,3 +114,32 @@ def test_a_mask_definition_is_kept_by_the_compiled_reader(tmp_path: Path) -> Non
     assert stats.report is not None and stats.report.reader == "native"
     assert "mail [email]" in list(stats.query)
     assert stats.report.pii[0].kind == "email"
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        Normalisation(),
+        Normalisation(nfkc=False),
+        Normalisation(casefold=False),
+        Normalisation(collapse_whitespace=False),
+        Normalisation(False, False, False),
+    ],
+)
+def test_normalising_many_texts_at_once_equals_one_by_one(rule: Normalisation) -> None:
+    # Pieces that compose, reorder or fold across a boundary if anything does: combining
+    # marks, Hangul jamo, compatibility forms, sigma, dotted I, Unicode spaces.
+    pieces = [
+        "\u0301", "e", "\u1100", "\u1161", "\u11a8", "가", "ﬁ", "Σ", "ς", "ß", "İ", " ",
+        "\u3000", "\t", "ｆ", "①", "\u0338", "=", "a", "\u0327", "Å", "\u212b", "\u1e9e",
+        "ǅ", "\u0345", "ΐ", "\u00a0",
+    ]  # fmt: skip
+    rng = random.Random(3)
+    for _ in range(500):
+        texts = [
+            "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+            for _ in range(rng.randint(1, 8))
+        ]
+        assert normalise_many(texts, rule) == [normalise_query(text, rule) for text in texts]
+    assert normalise_many([], rule) == []
+    assert normalise_many(["a\x00B"], rule) == [normalise_query("a\x00B", rule)]
