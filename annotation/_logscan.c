@@ -1461,7 +1461,7 @@ static PyObject *Scanner_screen(Scanner *sc, PyObject *unused) {
 /* ------------------------------------------------------------------ number() */
 
 typedef struct {
-    uint64_t key;   /* first 8 bytes, big-endian: byte order is text order */
+    uint64_t key, key2;  /* bytes 0-7 and 8-15, big-endian: byte order is text order */
     uint32_t ent;
 } SortKey;
 
@@ -1470,6 +1470,7 @@ static const Dict *sort_dict;
 static int cmp_text(const void *a, const void *b) {
     const SortKey *x = a, *y = b;
     if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    if (x->key2 != y->key2) return x->key2 < y->key2 ? -1 : 1;
     const Entry *ex = &sort_dict->e[x->ent], *ey = &sort_dict->e[y->ent];
     uint32_t n = ex->len < ey->len ? ex->len : ey->len;
     int c = memcmp(sort_dict->arena + ex->off, sort_dict->arena + ey->off, n);
@@ -1570,6 +1571,7 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
             if (!target[i]) continue;
             Entry *e = &sc->norms.e[i];
             keys[nq].key = prefix_key(sc->norms.arena + e->off, e->len);
+            keys[nq].key2 = e->len > 8 ? prefix_key(sc->norms.arena + e->off + 8, e->len - 8) : 0;
             keys[nq].ent = (uint32_t)i;
             nq++;
         }
@@ -1648,7 +1650,16 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
                 if (j > k) th[at++] = hash_bytes(p + k, j - k);
                 k = j + 1;
             }
-            if (at - first > 1) qsort(th + first, at - first, 8, cmp_u64);
+            if (at - first > 16) {
+                qsort(th + first, at - first, 8, cmp_u64);
+            } else {
+                for (uint32_t k = first + 1; k < at; k++) {  /* a query has few terms */
+                    uint64_t x = th[k];
+                    uint32_t j = k;
+                    while (j > first && th[j - 1] > x) { th[j] = th[j - 1]; j--; }
+                    th[j] = x;
+                }
+            }
         }
         sc->t_hash = th;
         sc->nterms = nt + 1;
