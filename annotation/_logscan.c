@@ -1667,13 +1667,20 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
     }
     PyObject *result = NULL;
     if (ok) {
+        /* in query order, so that the string objects lie in memory in the order every later
+         * pass over them (NumPy's, the strata's) walks them */
         PyObject *texts = PyList_New((Py_ssize_t)nq);
-        for (size_t i = 0; texts && i < nn; i++) {  /* entry order: the arena is read in order */
-            if (qid[i] == NONE) continue;
-            Entry *e = &sc->norms.e[i];
+        for (size_t q = 0; texts && q < nq; q++) {
+            if (q + 8 < nq) {
+                const Entry *ahead = &sc->norms.e[sc->q_ent[q + 8]];
+                __builtin_prefetch(ahead);
+                if (q + 16 < nq) __builtin_prefetch(&sc->norms.e[sc->q_ent[q + 16]]);
+                __builtin_prefetch(sc->norms.arena + ahead->off);
+            }
+            Entry *e = &sc->norms.e[sc->q_ent[q]];
             PyObject *s = PyUnicode_DecodeUTF8((const char *)sc->norms.arena + e->off, e->len, "strict");
             if (!s) { Py_CLEAR(texts); break; }
-            PyList_SET_ITEM(texts, (Py_ssize_t)qid[i], s);
+            PyList_SET_ITEM(texts, (Py_ssize_t)q, s);
         }
         if (texts) {
             result = Py_BuildValue(
