@@ -150,21 +150,6 @@ static inline uint64_t mix(uint64_t a, uint64_t b) {
     return (uint64_t)r ^ (uint64_t)(r >> 64);
 }
 
-static inline uint64_t hash_bytes(const uint8_t *p, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull);
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        h = mix(h ^ v, 0xbf58476d1ce4e5b9ull);
-        p += 8;
-        n -= 8;
-    }
-    uint64_t v = 0;
-    memcpy(&v, p, n);
-    h = mix(h ^ v ^ 0x2545F4914F6CDD1Dull, 0x94d049bb133111ebull);
-    return mix(h, 0x9E3779B97F4A7C15ull) | 1; /* never 0: 0 marks an empty slot */
-}
-
 /* Two independent 64-bit hashes in one pass: raw query strings are told apart by both and
  * their length (a 128-bit identity: for ten million distinct strings the chance of any
  * collision is about 1e-25), which spares reading the stored text on every lookup. */
@@ -184,7 +169,13 @@ static inline uint64_t hash_pair(const uint8_t *p, size_t n, uint64_t *second) {
     h = mix(h ^ v ^ 0x2545F4914F6CDD1Dull, 0x94d049bb133111ebull);
     g = mix(g ^ v ^ 0x27BB2EE687B0B0FDull, 0xD6E8FEB86659FD93ull);
     *second = mix(g, 0xff51afd7ed558ccdull);
-    return mix(h, 0x9E3779B97F4A7C15ull) | 1;
+    return mix(h, 0x9E3779B97F4A7C15ull) | 1; /* never 0: 0 marks an empty slot */
+}
+
+/* The first of the pair alone (the compiler drops the second's work when inlined). */
+static inline uint64_t hash_bytes(const uint8_t *p, size_t n) {
+    uint64_t unused;
+    return hash_pair(p, n, &unused);
 }
 
 /* Tables grow past 70% full: fuller tables probe longer, emptier ones cost memory. */

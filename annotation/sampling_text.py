@@ -55,15 +55,20 @@ def normalise_query(text: str, normalisation: Normalisation | None = None) -> st
     as ``exclude`` to the sampler.
     """
     rule = normalisation or Normalisation()
-    text = text.replace("\x00", REPLACEMENT)
+    text = _fold(text.replace("\x00", REPLACEMENT), rule)
+    if rule.collapse_whitespace:
+        text = " ".join(text.split())
+    return text
+
+
+def _fold(text: str, rule: Normalisation) -> str:
+    """NFKC and case folding as ``rule`` asks (NFKC again after folding, which can undo it)."""
     if rule.nfkc:
         text = unicodedata.normalize("NFKC", text)
     if rule.casefold:
         text = text.casefold()
         if rule.nfkc:
             text = unicodedata.normalize("NFKC", text)
-    if rule.collapse_whitespace:
-        text = " ".join(text.split())
     return text
 
 
@@ -79,14 +84,7 @@ def normalise_many(texts: list[str], normalisation: Normalisation | None = None)
     rule = normalisation or Normalisation()
     if any("\x00" in text for text in texts):
         return [normalise_query(text, rule) for text in texts]
-    joined = "\x00".join(texts)
-    if rule.nfkc:
-        joined = unicodedata.normalize("NFKC", joined)
-    if rule.casefold:
-        joined = joined.casefold()
-        if rule.nfkc:
-            joined = unicodedata.normalize("NFKC", joined)
-    parts = joined.split("\x00") if texts else []
+    parts = _fold("\x00".join(texts), rule).split("\x00") if texts else []
     if rule.collapse_whitespace:
         parts = [" ".join(part.split()) for part in parts]
     return parts
