@@ -1456,9 +1456,10 @@ typedef struct {
     uint32_t ent;
 } SortKey;
 
-static const Dict *sort_dict;
-
-static int cmp_text(const void *a, const void *b) {
+/* The dictionary comes as qsort_r's argument, not a global: two ingestions may run at once
+ * in one process (the GIL is released). */
+static int cmp_text(const void *a, const void *b, void *dict) {
+    const Dict *sort_dict = dict;
     const SortKey *x = a, *y = b;
     if (x->key != y->key) return x->key < y->key ? -1 : 1;
     if (x->key2 != y->key2) return x->key2 < y->key2 ? -1 : 1;
@@ -1492,11 +1493,10 @@ static int sort_texts(SortKey *keys, size_t n, const Dict *d) {
     }
     if (src != keys) memcpy(keys, src, n * sizeof(SortKey));
     free(tmp);
-    sort_dict = d;
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
         while (j < n && keys[j].key == keys[i].key) j++;
-        if (j - i > 1) qsort(keys + i, j - i, sizeof(SortKey), cmp_text);
+        if (j - i > 1) qsort_r(keys + i, j - i, sizeof(SortKey), cmp_text, (void *)d);
         i = j;
     }
     return 1;

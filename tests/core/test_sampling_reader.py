@@ -143,3 +143,29 @@ def test_normalising_many_texts_at_once_equals_one_by_one(rule: Normalisation) -
         assert normalise_many(texts, rule) == [normalise_query(text, rule) for text in texts]
     assert normalise_many([], rule) == []
     assert normalise_many(["a\x00B"], rule) == [normalise_query("a\x00B", rule)]
+
+
+def test_two_ingestions_at_once_each_get_their_own_answer(tmp_path: Path) -> None:
+    # The reader releases the GIL: two logs read at the same time in one process (threads of
+    # a worker) must not share any state.
+    logs = []
+    for n in (1, 2):
+        lines = [LOG.splitlines()[0]]
+        lines += [f"q{n} {i % 97} x,{i},s{i // 3},u{i % 11},{i % 5},{i % 2}" for i in range(20_000)]
+        logs.append(write(tmp_path, "\n".join(lines) + "\n", f"log{n}.csv"))
+    alone = [ingest_log(path) for path in logs]
+    results: dict[int, object] = {}
+
+    def run(index: int) -> None:
+        results[index] = ingest_log(logs[index])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for index, expected in enumerate(alone):
+        got = results[index]
+        assert isinstance(got, type(expected))
+        assert list(got.query) == list(expected.query)
+        np.testing.assert_array_equal(got.reformulation_rate, expected.reformulation_rate)
