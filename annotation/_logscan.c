@@ -49,6 +49,7 @@
 #define MAX_THREADS 8
 #define MAX_COLUMNS 256
 #define MAX_LINE 1999999
+#define MEMORY_REASON "its tables would pass the compiled reader's memory limit (native_memory_limit)"
 
 /* ------------------------------------------------------------------ memory budget */
 
@@ -883,7 +884,7 @@ static int commit_batch(Worker *w, Pending *batch, int count) {
         Block *b = w->nblocks ? &w->blocks[w->nblocks - 1] : NULL;
         if (!b || b->fill == BLOCK_LINES) {
             b = new_block(w);
-            if (!b) { worker_stop(w, l->at, "memory"); return 0; }
+            if (!b) { worker_stop(w, l->at, MEMORY_REASON); return 0; }
         }
         uint32_t slot = b->fill++;
         /* time */
@@ -894,7 +895,7 @@ static int commit_batch(Worker *w, Pending *batch, int count) {
             FieldRef *f = &l->f[F_TS];
             const uint8_t *p = unescape(w, f);
             int r = -1;
-            if (!p) { worker_stop(w, l->at, "memory"); return 0; }
+            if (!p) { worker_stop(w, l->at, MEMORY_REASON); return 0; }
             if (sc->ts_mode == TS_NUMBER || sc->ts_mode == TS_EITHER) r = read_number(p, f->n, &ts);
             if (sc->ts_mode == TS_INSTANT || (sc->ts_mode == TS_EITHER && r == 0)) r = read_instant(p, f->n, &ts);
             if (r == 0) { bad_ts = 1; r = 1; ts = NAN; }  /* certainly no time: unparsed */
@@ -906,7 +907,7 @@ static int commit_batch(Worker *w, Pending *batch, int count) {
         if (sc->col[F_RC] >= 0 && l->f[F_RC].present) {
             FieldRef *f = &l->f[F_RC];
             const uint8_t *p = unescape(w, f);
-            if (!p) { worker_stop(w, l->at, "memory"); return 0; }
+            if (!p) { worker_stop(w, l->at, MEMORY_REASON); return 0; }
             double v;
             int r = read_number(p, f->n, &v);
             if (r < 0) { worker_stop(w, l->at, "a result count in a form this reader leaves to DuckDB"); return 0; }
@@ -917,23 +918,23 @@ static int commit_batch(Worker *w, Pending *batch, int count) {
         if (sc->col[F_CLICK] >= 0) {
             FieldRef *f = &l->f[F_CLICK];
             const uint8_t *p = f->present ? unescape(w, f) : f->p;
-            if (!p) { worker_stop(w, l->at, "memory"); return 0; }
+            if (!p) { worker_stop(w, l->at, MEMORY_REASON); return 0; }
             clk = read_click(sc->click_mode, p, f->n, f->present);
             if (clk < 0) { worker_stop(w, l->at, "a clicked value in a form this reader leaves to DuckDB"); return 0; }
         }
         uint32_t s = NONE, u = NONE;
         if (l->sh) {
             s = ids_get(sh, &w->sessions, l->sh);
-            if (s == NONE) { worker_stop(w, l->at, "memory"); return 0; }
+            if (s == NONE) { worker_stop(w, l->at, MEMORY_REASON); return 0; }
         }
         if (l->uh) {
             u = ids_get(sh, &w->users, l->uh);
-            if (u == NONE) { worker_stop(w, l->at, "memory"); return 0; }
+            if (u == NONE) { worker_stop(w, l->at, MEMORY_REASON); return 0; }
         }
         uint32_t r = NONE;
         if (l->f[F_QUERY].present) {
             r = dict_get2(sh, &w->raws, l->q, l->f[F_QUERY].n, l->qh, l->qh2);
-            if (r == NONE) { worker_stop(w, l->at, "memory"); return 0; }
+            if (r == NONE) { worker_stop(w, l->at, MEMORY_REASON); return 0; }
             Entry *e = &w->raws.e[r];
             e->n++;
             e->rc_n += rc_known;
@@ -1046,7 +1047,7 @@ static void *worker_run(void *arg) {
     uint8_t *buf = malloc(READ_BYTES + 1);
     uint8_t *owns[3][BATCH] = {{0}};
     size_t own_caps[3][BATCH] = {{0}};
-    if (!buf) { close(fd); worker_stop(w, w->begin, "memory"); return NULL; }
+    if (!buf) { close(fd); worker_stop(w, w->begin, MEMORY_REASON); return NULL; }
     int64_t pos = w->begin;   /* file offset of buf[0] */
     size_t have = 0, at = 0;
     int eof = 0;
@@ -1112,7 +1113,7 @@ static void *worker_run(void *arg) {
         }
         l->at = line_at;
         int ok = prepare(w, l, &owns[head][counts[head]], &own_caps[head][counts[head]]);
-        if (ok <= 0) { worker_stop(w, line_at, ok < 0 ? "an id longer than 256 bytes with quotes" : "memory"); break; }
+        if (ok <= 0) { worker_stop(w, line_at, ok < 0 ? "an id longer than 256 bytes with quotes" : MEMORY_REASON); break; }
         if (++counts[head] == BATCH) {
             int middle = (head + 2) % 3, oldest = (head + 1) % 3;
             stage_slots(w, ring[head], counts[head]);
@@ -1271,7 +1272,7 @@ static PyObject *Scanner_read(Scanner *sc, PyObject *unused) {
             ok = 0;
     }
     if (!ok) {
-        snprintf(sc->why, sizeof sc->why, "memory");
+        snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
         return unsupported(sc, sc->offset);
     }
     Py_BEGIN_ALLOW_THREADS
@@ -1286,7 +1287,7 @@ static PyObject *Scanner_read(Scanner *sc, PyObject *unused) {
     if (!atomic_load(&sc->sh.stop)) ok = merge_workers(sc, nw);
     Py_END_ALLOW_THREADS
     if (atomic_load(&sc->sh.stop) || !ok) {
-        if (!ok && !atomic_load(&sc->sh.stop)) snprintf(sc->why, sizeof sc->why, "memory");
+        if (!ok && !atomic_load(&sc->sh.stop)) snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
         else set_why_from_workers(sc, nw);
         int64_t at = -1;
         for (int t = 0; t < nw; t++)
@@ -1352,7 +1353,7 @@ static PyObject *Scanner_foreign(Scanner *sc, PyObject *args) {
     unsigned bits = 16;
     while (((size_t)1 << (bits - 1)) < nr && bits < 31) bits++;
     if (!sc->raw_norm || !sc->foreign || !dict_init(&sc->sh, &sc->norms, bits)) {
-        snprintf(sc->why, sizeof sc->why, "memory");
+        snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
         return unsupported(sc, -1);
     }
     size_t nforeign = 0;
@@ -1378,7 +1379,7 @@ static PyObject *Scanner_foreign(Scanner *sc, PyObject *args) {
     free(buf);
     Py_END_ALLOW_THREADS
     if (!ok) {
-        snprintf(sc->why, sizeof sc->why, "memory");
+        snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
         return unsupported(sc, -1);
     }
     PyObject *list = PyList_New((Py_ssize_t)nforeign);
@@ -1411,7 +1412,7 @@ static PyObject *Scanner_set_norms(Scanner *sc, PyObject *items) {
         }
         if (!add_norm(sc, (uint32_t)raw, (const uint8_t *)text, (size_t)len)) {
             Py_DECREF(seq);
-            snprintf(sc->why, sizeof sc->why, "memory");
+            snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
             return unsupported(sc, -1);
         }
         sc->foreign[raw] = 0;

@@ -54,7 +54,7 @@ def test_past_its_memory_limit_the_log_goes_to_duckdb_with_the_same_result(tmp_p
     small = ingest_log(path, engine=EngineSettings(native_memory_limit="64kB"))
     native = ingest_log(path)
     assert small.report is not None and small.report.reader == "duckdb"
-    assert "memory" in small.report.reader_note
+    assert "memory limit" in small.report.reader_note
     for name in ("query", "frequency", "sessions", "users", "pii"):
         assert list(getattr(small, name)) == list(getattr(native, name))
     for name in ("zero_result_rate", "reformulation_rate", "abandonment_rate"):
