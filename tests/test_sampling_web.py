@@ -67,6 +67,7 @@ def test_it_goes_from_a_raw_log_to_accepted_queries(upload, world: World, media:
     lead = world.client_for(world.lead)
     page = lead.get(reverse("log_detail", args=[world.project.slug, query_log.pk])).content.decode()
     assert 'id="strata-table"' in page and "<svg" in page
+    assert "read by the compiled CSV/TSV reader" in page  # a regular CSV: the fast reader
     stats = {s.query: s for s in LogQueryStat.objects.filter(log=query_log)}
     assert "contact bob@example.com" not in stats  # personal data excluded by default
     assert stats["pricing"].frequency == 6 and stats["qm-9999"].zero_result_rate == 1.0
