@@ -1144,16 +1144,122 @@ static void *worker_run(void *arg) {
 
 /* ------------------------------------------------------------------ read() */
 
-/* Map each id of ``from`` to the id of the same key in ``into`` (added if new). */
-static int merge_ids(Shared *sh, Ids *into, const Ids *from, uint32_t *map) {
-    size_t nslots = (size_t)1 << from->bits;
-    for (size_t i = 0; i < nslots; i++) {
-        if (!from->slots[i].key) continue;
-        uint32_t id = ids_get(sh, into, from->slots[i].key);
-        if (id == NONE) return 0;
-        map[from->slots[i].id] = id;
+/* The id a key has in a table, or NONE; the table is only read. */
+static uint32_t ids_find(const Ids *d, uint64_t k) {
+    size_t mask = ((size_t)1 << d->bits) - 1;
+    for (size_t s = k >> (64 - d->bits);; s = (s + 1) & mask) {
+        uint64_t v = d->slots[s].key;
+        if (v == k) return (uint32_t)d->slots[s].id;
+        if (!v) return NONE;
     }
-    return 1;
+}
+
+/* Global session (or user) ids without a global table: a key keeps the id it has in the
+ * first worker whose part of the file holds it, and a key new to worker t gets the next
+ * free id. maps[t][local id] is the global id; the earlier workers' tables are only read,
+ * so this runs beside the merge of the raw strings. */
+typedef struct {
+    Worker *workers;
+    int nw, which;   /* which: 0 sessions, 1 users */
+    uint32_t **maps;
+    size_t count;    /* global ids given */
+    int ok;
+} IdMerge;
+
+static void *merge_id_maps(void *arg) {
+    IdMerge *m = arg;
+    m->ok = 0;
+    for (int t = 0; t < m->nw; t++) {
+        const Ids *own = m->which ? &m->workers[t].users : &m->workers[t].sessions;
+        uint32_t *map = m->maps[t] = malloc((own->count + 1) * sizeof(uint32_t));
+        if (!map) return NULL;
+        size_t nslots = (size_t)1 << own->bits;
+        if (t == 0) {
+            for (size_t i = 0; i < own->count; i++) map[i] = (uint32_t)i;
+            m->count = own->count;
+            continue;
+        }
+        for (size_t i = 0; i < nslots; i++) {
+            uint64_t k = own->slots[i].key;
+            if (!k) continue;
+            uint32_t id = NONE;
+            for (int u = 0; u < t && id == NONE; u++) {
+                const Ids *before = m->which ? &m->workers[u].users : &m->workers[u].sessions;
+                uint32_t local = ids_find(before, k);
+                if (local != NONE) id = m->maps[u][local];
+            }
+            map[own->slots[i].id] = id != NONE ? id : (uint32_t)m->count++;
+        }
+    }
+    m->ok = m->count < NONE;
+    return m->ok ? m : NULL;
+}
+
+typedef struct {
+    Scanner *sc;
+    Worker *w;
+    uint32_t *rmap;
+    int ok;
+} RawMerge;
+
+/* Worker w's raw strings into the global dictionary, their sums added up. */
+static void *merge_raws(void *arg) {
+    RawMerge *m = arg;
+    Shared *sh = &m->sc->sh;
+    Worker *w = m->w;
+    m->ok = 0;
+    for (size_t i = 0; i < w->raws.count; i++) {
+        Entry *e = &w->raws.e[i];
+        uint32_t g = dict_get2(sh, &m->sc->raws, w->raws.arena + e->off, e->len, e->h, e->h2);
+        if (g == NONE) return NULL;
+        Entry *G = &m->sc->raws.e[g];
+        G->n += e->n;
+        G->rc_n += e->rc_n;
+        G->zero_n += e->zero_n;
+        G->bad_ts += e->bad_ts;
+        if (!isnan(e->max_ts) && (isnan(G->max_ts) || e->max_ts > G->max_ts)) G->max_ts = e->max_ts;
+        m->rmap[i] = g;
+    }
+    m->ok = 1;
+    return m;
+}
+
+typedef struct {
+    Block *blocks;
+    size_t from, to;
+    const uint32_t *rmap, *smap, *umap;
+} Remap;
+
+/* Local ids to global ids in blocks [from, to); a part-full last block is padded with
+ * lines that have no query, session or user, so that line indices stay
+ * block * BLOCK_LINES + offset. */
+static void *remap_blocks(void *arg) {
+    Remap *r = arg;
+    for (size_t b = r->from; b < r->to; b++) {
+        Block *B = &r->blocks[b];
+        if (!B->raw) continue;
+        for (uint32_t i = 0; r->rmap && i < B->fill; i++) {
+            if (B->raw[i] != NONE) B->raw[i] = r->rmap[B->raw[i]];
+        }
+        for (uint32_t i = 0; r->smap && i < B->fill; i++) {
+            if (B->sess[i] != NONE) B->sess[i] = r->smap[B->sess[i]];
+            if (B->user[i] != NONE) B->user[i] = r->umap[B->user[i]];
+        }
+        for (uint32_t i = B->fill; i < BLOCK_LINES; i++) {
+            B->raw[i] = NONE;
+            B->sess[i] = NONE;
+            B->user[i] = NONE;
+        }
+    }
+    return NULL;
+}
+
+static void run_two(int threads, void *(*a)(void *), void *x, void *(*b)(void *), void *y) {
+    pthread_t th;
+    int threaded = threads > 1 && pthread_create(&th, NULL, b, y) == 0;
+    a(x);
+    if (threaded) pthread_join(th, NULL);
+    else b(y);
 }
 
 static int merge_workers(Scanner *sc, int nw) {
@@ -1161,70 +1267,52 @@ static int merge_workers(Scanner *sc, int nw) {
     Worker *w0 = &sc->workers[0];
     sc->raws = w0->raws;
     memset(&w0->raws, 0, sizeof w0->raws);
-    Ids sessions = w0->sessions, users = w0->users;
-    memset(&w0->sessions, 0, sizeof(Ids));
-    memset(&w0->users, 0, sizeof(Ids));
+    uint32_t *smaps[MAX_THREADS] = {0}, *umaps[MAX_THREADS] = {0};
+    IdMerge sessions = {sc->workers, nw, 0, smaps, 0, 0};
+    IdMerge users = {sc->workers, nw, 1, umaps, 0, 0};
+    int ok = 1;
+    /* the raw strings worker by worker on this thread, the id maps on another */
+    uint32_t *rmaps[MAX_THREADS] = {0};
+    pthread_t th;
+    int threaded = nw > 1 && pthread_create(&th, NULL, merge_id_maps, &sessions) == 0;
+    for (int t = 1; t < nw && ok; t++) {
+        Worker *w = &sc->workers[t];
+        RawMerge raws = {sc, w, rmaps[t] = malloc((w->raws.count + 1) * sizeof(uint32_t)), 0};
+        ok = raws.rmap && merge_raws(&raws);
+        dict_free(sh, &w->raws);
+    }
+    if (threaded) pthread_join(th, NULL);
+    else merge_id_maps(&sessions);
+    merge_id_maps(&users);
+    ok = ok && sessions.ok && users.ok;
     size_t nblk = 0;
     for (int t = 0; t < nw; t++) nblk += sc->workers[t].nblocks;
     sc->blk = calloc(nblk ? nblk : 1, sizeof(Block));
-    if (!sc->blk) return 0;
-    int ok = 1;
+    ok = ok && sc->blk;
     for (int t = 0; t < nw; t++) {
         Worker *w = &sc->workers[t];
-        uint32_t *rmap = NULL, *smap = NULL, *umap = NULL;
-        if (t > 0 && ok) {
-            rmap = malloc((w->raws.count + 1) * sizeof(uint32_t));
-            smap = malloc((w->sessions.count + 1) * sizeof(uint32_t));
-            umap = malloc((w->users.count + 1) * sizeof(uint32_t));
-            ok = rmap && smap && umap;
-            for (size_t i = 0; ok && i < w->raws.count; i++) {
-                Entry *e = &w->raws.e[i];
-                uint32_t g = dict_get2(sh, &sc->raws, w->raws.arena + e->off, e->len, e->h, e->h2);
-                if (g == NONE) { ok = 0; break; }
-                Entry *G = &sc->raws.e[g];
-                G->n += e->n;
-                G->rc_n += e->rc_n;
-                G->zero_n += e->zero_n;
-                G->bad_ts += e->bad_ts;
-                if (!isnan(e->max_ts) && (isnan(G->max_ts) || e->max_ts > G->max_ts)) G->max_ts = e->max_ts;
-                rmap[i] = g;
-            }
-            ok = ok && merge_ids(sh, &sessions, &w->sessions, smap) && merge_ids(sh, &users, &w->users, umap);
-            dict_free(sh, &w->raws);
-            ids_free(sh, &w->sessions);
-            ids_free(sh, &w->users);
+        if (ok) {
+            /* each worker's blocks in two halves, on two threads */
+            Remap r = {w->blocks, 0, w->nblocks / 2, rmaps[t], t ? smaps[t] : NULL, umaps[t]};
+            Remap q = r;
+            r.to = q.from = w->nblocks / 2;
+            q.to = w->nblocks;
+            run_two(nw, remap_blocks, &r, remap_blocks, &q);
+            for (size_t b = 0; b < w->nblocks; b++) sc->blk[sc->nblk++] = w->blocks[b];
+            free(w->blocks);
+            w->blocks = NULL;
+            w->nblocks = 0;
         }
-        for (size_t b = 0; b < w->nblocks; b++) {
-            Block *B = &w->blocks[b];
-            if (ok && t > 0) {
-                for (uint32_t i = 0; i < B->fill; i++) {
-                    if (B->raw[i] != NONE) B->raw[i] = rmap[B->raw[i]];
-                    if (B->sess[i] != NONE) B->sess[i] = smap[B->sess[i]];
-                    if (B->user[i] != NONE) B->user[i] = umap[B->user[i]];
-                }
-            }
-            /* a worker's last block may be part full: pad it, so that line indices stay
-             * block * BLOCK_LINES + offset (padding lines have no query and no session) */
-            for (uint32_t i = B->fill; i < BLOCK_LINES && B->raw; i++) {
-                B->raw[i] = NONE;
-                B->sess[i] = NONE;
-                B->user[i] = NONE;
-            }
-            sc->blk[sc->nblk++] = *B;
-        }
-        free(w->blocks);
-        w->blocks = NULL;
-        w->nblocks = 0;
-        free(rmap);
-        free(smap);
-        free(umap);
+        ids_free(sh, &w->sessions);
+        ids_free(sh, &w->users);
+        free(rmaps[t]);
+        free(smaps[t]);
+        free(umaps[t]);
         sc->lines += w->lines;
         sc->null_queries += w->null_queries;
     }
     sc->nsessions = sessions.count;
     sc->nusers = users.count;
-    ids_free(sh, &sessions);
-    ids_free(sh, &users);
     return ok;
 }
 
