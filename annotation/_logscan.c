@@ -1966,12 +1966,23 @@ out:
     return NULL;
 }
 
+/* Once grouped, a line's session (or user) id is no longer read: its array goes, so that
+ * the walk runs in less memory. */
+static void drop_ids(Scanner *sc, int by_user) {
+    for (size_t b = 0; b < sc->nblk; b++) {
+        uint32_t **ids = by_user ? &sc->blk[b].user : &sc->blk[b].sess;
+        bfree(&sc->sh, *ids, BLOCK_LINES * sizeof(uint32_t));
+        *ids = NULL;
+    }
+}
+
 /* The users' job whole: group by user, then count distinct users per query. */
 static void *job_users(void *arg) {
     Job *job = arg;
     job->ok = 0;
     job->perm = group_lines(job->sc, 1, job->sc->nusers, &job->start);
     if (!job->perm) return NULL;
+    drop_ids(job->sc, 1);
     job->from = 0;
     job->to = job->sc->nusers;
     job_walk(job);
@@ -1994,6 +2005,7 @@ static void *group_sessions(void *arg) {
     Job *job = arg;
     job->perm = group_lines(job->sc, 0, job->sc->nsessions, &job->start);
     job->ok = job->perm != NULL;
+    if (job->ok) drop_ids(job->sc, 0);
     return NULL;
 }
 
@@ -2144,6 +2156,15 @@ static PyObject *Scanner_progress(Scanner *sc, void *closure) {
     return PyFloat_FromDouble(span > 0 ? (double)done / (double)span : 1.0);
 }
 
+/* close(): give back every table now, not when the object is collected. */
+static PyObject *Scanner_close(Scanner *sc, PyObject *unused) {
+    Py_BEGIN_ALLOW_THREADS
+    scanner_release(sc);
+    Py_END_ALLOW_THREADS
+    sc->stage = 6;
+    Py_RETURN_NONE;
+}
+
 static PyObject *Scanner_cancel(Scanner *sc, PyObject *unused) {
     atomic_store(&sc->sh.stop, 1);
     Py_RETURN_NONE;
@@ -2165,6 +2186,7 @@ static PyMethodDef Scanner_methods[] = {
     {"number", (PyCFunction)Scanner_number, METH_VARARGS, "Queries in text order, with sums."},
     {"follow", (PyCFunction)Scanner_follow, METH_VARARGS, "Sessions, users and sequences."},
     {"cancel", (PyCFunction)Scanner_cancel, METH_NOARGS, "Stop read() at the next line."},
+    {"close", (PyCFunction)Scanner_close, METH_NOARGS, "Free every table now."},
     {NULL}};
 
 static PyGetSetDef Scanner_getset[] = {

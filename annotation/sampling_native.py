@@ -131,6 +131,24 @@ def read_native(
         threads,
         budget,
     )
+    try:
+        numbered, followed, pii, typical = _phases(source, scanner, rule, report, window_for)
+    finally:
+        # The tables (hundreds of MB for a large log) go now, before the result is built.
+        scanner.close()
+    report(0.96, "summarising")
+    return _result(numbered, followed, used, pii, rule, typical)
+
+
+def _phases(
+    source: Source,
+    scanner: Any,
+    rule: StrataDefinition,
+    report: Progress,
+    window_for: Callable[[float | None], float],
+) -> tuple[dict[str, Any], dict[str, Any], tuple[PiiCount, ...], float | None]:
+    """Drive the scanner through its phases; what :func:`_result` needs."""
+    assert _logscan is not None
     report(0.02, "reading events")
     try:
         _in_thread(
@@ -160,8 +178,7 @@ def read_native(
         lambda: scanner.follow(window_for(typical)),
         lambda: report(0.75, "following sessions"),
     )
-    report(0.96, "summarising")
-    return _result(numbered, followed, used, pii, rule, typical)
+    return numbered, followed, pii, typical
 
 
 def _ts_mode(hint: str) -> int:
