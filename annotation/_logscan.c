@@ -19,18 +19,19 @@
  *               of distinct strings), session and user (dense ids), time and click; per
  *               raw string the sums of its lines;
  *   foreign()   normalise the ASCII raw strings here; return the others for Python;
- *   screen()    group raw strings by normalised text; return the texts the privacy screen
- *               must see (those with a digit, "@" or "=");
+ *   set_norms() the normalised texts of those (raw strings are grouped by normalised text
+ *               as they come in);
+ *   screen()    the texts the privacy screen must see (those with a digit, "@" or "=");
  *   number()    group by the text kept (masked or not), sort it, give dense ids in text
  *               order, sum per query;
  *   follow()    distinct sessions and users per query, the session walk: successors,
- *               abandonment, and the similarity test of (query, next query) pairs.
+ *               abandonment, and the similarity test of (query, next query) pairs;
+ *   close()     give every table back at once.
  */
 #define PY_SSIZE_T_CLEAN
 #define _GNU_SOURCE
 #include <Python.h>
 
-#include <errno.h>
 #include <fcntl.h>
 #include <locale.h>
 #include <math.h>
@@ -216,6 +217,17 @@ static void dict_free(Shared *sh, Dict *d) {
     bfree(sh, d->e, d->cap * sizeof(Entry));
     bfree(sh, d->arena, d->acap);
     memset(d, 0, sizeof *d);
+}
+
+/* The sums of ``from``'s lines added to ``into``'s (the same string in another half of the
+ * file, or a raw variant of a normalised text). */
+static void add_sums(Entry *into, const Entry *from) {
+    into->n += from->n;
+    into->rc_n += from->rc_n;
+    into->zero_n += from->zero_n;
+    into->bad_ts += from->bad_ts;
+    if (!isnan(from->max_ts) && (isnan(into->max_ts) || from->max_ts > into->max_ts))
+        into->max_ts = from->max_ts;
 }
 
 static int dict_grow(Shared *sh, Dict *d) {
@@ -657,7 +669,8 @@ struct Scanner {
     int col[F_COUNT];       /* column index per field, -1 when absent */
     int ts_mode, click_mode, nthreads;
     Worker workers[MAX_THREADS];
-    int stage;              /* 0 new, 1 read, 2 foreign, 3 screened, 4 numbered, 5 followed */
+    int stage;              /* 0 new, 1 read, 2 foreign, 3 screened, 4 numbered, 5 followed,
+                               6 closed */
     char why[240];
     /* after read(): the merged dictionary and flat per-line arrays */
     Dict raws;
@@ -677,7 +690,6 @@ struct Scanner {
     uint32_t *t_start;         /* CSR of the distinct term hashes of each query */
     uint64_t *t_hash;
     size_t nterms;
-    int exclude;
 };
 
 static PyObject *Unsupported;
@@ -1137,11 +1149,6 @@ static void *worker_run(void *arg) {
     return NULL;
 }
 
-/* ------------------------------------------------------------------ lines */
-
-#define LINE_BLOCK(sc, i) (&(sc)->blk[(i) >> 20])
-#define LINE_OFF(i) ((i) & (BLOCK_LINES - 1))
-
 /* ------------------------------------------------------------------ read() */
 
 /* The id a key has in a table, or NONE; the table is only read. */
@@ -1212,12 +1219,7 @@ static void *merge_raws(void *arg) {
         Entry *e = &w->raws.e[i];
         uint32_t g = dict_get2(sh, &m->sc->raws, w->raws.arena + e->off, e->len, e->h, e->h2);
         if (g == NONE) return NULL;
-        Entry *G = &m->sc->raws.e[g];
-        G->n += e->n;
-        G->rc_n += e->rc_n;
-        G->zero_n += e->zero_n;
-        G->bad_ts += e->bad_ts;
-        if (!isnan(e->max_ts) && (isnan(G->max_ts) || e->max_ts > G->max_ts)) G->max_ts = e->max_ts;
+        add_sums(&m->sc->raws.e[g], e);
         m->rmap[i] = g;
     }
     m->ok = 1;
@@ -1316,7 +1318,8 @@ static int merge_workers(Scanner *sc, int nw) {
     return ok;
 }
 
-static void set_why_from_workers(Scanner *sc, int nw) {
+/* The reason of the worker that stopped earliest in the file; its byte offset. */
+static int64_t set_why_from_workers(Scanner *sc, int nw) {
     int64_t best = -1;
     for (int t = 0; t < nw; t++) {
         Worker *w = &sc->workers[t];
@@ -1326,6 +1329,7 @@ static void set_why_from_workers(Scanner *sc, int nw) {
         }
     }
     if (!sc->why[0]) snprintf(sc->why, sizeof sc->why, "stopped");
+    return best;
 }
 
 static PyObject *unsupported(Scanner *sc, int64_t at) {
@@ -1375,14 +1379,11 @@ static PyObject *Scanner_read(Scanner *sc, PyObject *unused) {
     if (!atomic_load(&sc->sh.stop)) ok = merge_workers(sc, nw);
     Py_END_ALLOW_THREADS
     if (atomic_load(&sc->sh.stop) || !ok) {
+        int64_t at = -1;  /* memory ran out merging: no line to name */
         if (!ok && !atomic_load(&sc->sh.stop)) snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
-        else set_why_from_workers(sc, nw);
-        int64_t at = -1;
-        for (int t = 0; t < nw; t++)
-            if (sc->workers[t].why[0] && (at < 0 || sc->workers[t].why_offset < at)) at = sc->workers[t].why_offset;
+        else at = set_why_from_workers(sc, nw);
         return unsupported(sc, at);
     }
-    sc->stage = 1;
     Py_RETURN_NONE;
 }
 
@@ -1419,13 +1420,7 @@ static size_t normalise_ascii(const uint8_t *p, size_t n, uint8_t *out, int case
 static int add_norm(Scanner *sc, uint32_t raw, const uint8_t *text, size_t n) {
     uint32_t id = dict_get(&sc->sh, &sc->norms, text, (uint32_t)n, hash_bytes(text, n));
     if (id == NONE) return 0;
-    Entry *r = &sc->raws.e[raw];
-    Entry *e = &sc->norms.e[id];
-    e->n += r->n;
-    e->rc_n += r->rc_n;
-    e->zero_n += r->zero_n;
-    e->bad_ts += r->bad_ts;
-    if (!isnan(r->max_ts) && (isnan(e->max_ts) || r->max_ts > e->max_ts)) e->max_ts = r->max_ts;
+    add_sums(&sc->norms.e[id], &sc->raws.e[raw]);
     sc->raw_norm[raw] = id;
     return 1;
 }
@@ -1607,7 +1602,6 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Op", &flagged, &exclude)) return NULL;
     if (sc->stage != 3) return PyErr_Format(PyExc_RuntimeError, "number() runs after screen()");
     sc->stage = 4;
-    sc->exclude = exclude;
     Shared *sh = &sc->sh;
     size_t nn0 = sc->norms.count;
     /* group_of[norm] = the norms entry whose text is the query kept for it */

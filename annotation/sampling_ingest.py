@@ -243,7 +243,7 @@ def _describe_by_name(
         source = describe_or_repair(con, link, log_format, workdir)
     except LogError as error:
         raise LogError(str(error).replace(str(link), str(path))) from None
-    return replace(source, original=path, path=link if source.path == link else source.path)
+    return replace(source, original=path)
 
 
 def _native_note(source: Source, settings: EngineSettings) -> str:

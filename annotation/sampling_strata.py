@@ -204,11 +204,10 @@ def stratify(stats: LogStats, definition: StrataDefinition) -> Strata:
     ranked = frequency[order]
     head, torso = (int(np.count_nonzero(traffic == _CODES[name])) for name in ("head", "torso"))
     total = frequency.sum()
-    traffic_labels = _NAMES[traffic]
     return Strata(
         definition=definition,
         labels=_NAMES[codes],
-        traffic_labels=traffic_labels,
+        traffic_labels=_NAMES[traffic],
         summary=tuple(_summary(name, frequency[codes == _CODES[name]], total) for name in STRATA),
         cut_ranks=(head, head + torso),
         rank_frequency=rank_frequency_points(ranked),
