@@ -152,9 +152,10 @@ static inline uint64_t mix(uint64_t a, uint64_t b) {
     return (uint64_t)r ^ (uint64_t)(r >> 64);
 }
 
-/* Two independent 64-bit hashes in one pass: raw query strings are told apart by both and
- * their length (a 128-bit identity: for ten million distinct strings the chance of any
- * collision is about 1e-25), which spares reading the stored text on every lookup. */
+/* Two independent 64-bit hashes in one pass: query strings (raw and normalised) are told
+ * apart by both and their length (a 128-bit identity: for ten million distinct strings the
+ * chance of any collision is about 1e-25), which spares reading the stored text on every
+ * lookup. */
 static inline uint64_t hash_pair(const uint8_t *p, size_t n, uint64_t *second) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull);
     uint64_t g = 0xC2B2AE3D27D4EB4Full ^ ((uint64_t)n * 0x165667B19E3779F9ull);
@@ -186,7 +187,7 @@ static inline size_t max_fill(unsigned bits) { return ((size_t)7 << bits) / 10; 
 /* ------------------------------------------------------------------ string dictionary */
 
 typedef struct {
-    uint64_t h, h2;      /* h2: the second hash of raw strings (0 in the other dictionaries) */
+    uint64_t h, h2;      /* two hashes: with the length, the string's identity */
     uint32_t off, len;   /* bytes in the arena */
     uint32_t n, rc_n, zero_n, bad_ts;
     double max_ts;       /* NAN: no time among its lines */
@@ -259,12 +260,6 @@ static inline void dict_prefetch(const Dict *d, uint64_t h) {
     __builtin_prefetch(&d->slots[h >> (64 - d->bits)]);
 }
 
-static uint32_t dict_get2(Shared *sh, Dict *d, const uint8_t *p, uint32_t n, uint64_t h, uint64_t h2);
-
-static uint32_t dict_get(Shared *sh, Dict *d, const uint8_t *p, uint32_t n, uint64_t h) {
-    return dict_get2(sh, d, p, n, h, 0);
-}
-
 static inline void dict_prefetch_entry(const Dict *d, uint64_t h) {
     uint64_t v = d->slots[h >> (64 - d->bits)];
     if (v && (v & 0xffffffff00000000ull) == (h & 0xffffffff00000000ull)) {
@@ -273,9 +268,9 @@ static inline void dict_prefetch_entry(const Dict *d, uint64_t h) {
     }
 }
 
-/* The id of string p[0:n] with hash h, inserted if new; NONE when memory ran out. With
- * h2 != 0 (raw strings), entries match by both hashes and the length, without reading
- * the stored text; otherwise by the text itself. */
+/* The id of string p[0:n] with hashes h and h2 (hash_pair), inserted if new; NONE when
+ * memory ran out. Entries match by both hashes and the length (a 128-bit identity), so a
+ * lookup never reads the stored text. */
 static uint32_t dict_get2(Shared *sh, Dict *d, const uint8_t *p, uint32_t n, uint64_t h, uint64_t h2) {
     size_t mask = ((size_t)1 << d->bits) - 1;
     size_t s = h >> (64 - d->bits);
@@ -285,8 +280,7 @@ static uint32_t dict_get2(Shared *sh, Dict *d, const uint8_t *p, uint32_t n, uin
         if (!v) break;
         if ((v & 0xffffffff00000000ull) == tag) {
             Entry *e = &d->e[(v & 0xffffffffu) - 1];
-            if (e->h == h && e->len == n &&
-                (h2 ? e->h2 == h2 : memcmp(d->arena + e->off, p, n) == 0))
+            if (e->h == h && e->h2 == h2 && e->len == n)
                 return (uint32_t)((v & 0xffffffffu) - 1);
         }
         s = (s + 1) & mask;
@@ -659,6 +653,11 @@ typedef struct {
     size_t scratch_cap;
 } Worker;
 
+/* Where a query's text lies in the arena of normalised texts. */
+typedef struct {
+    uint32_t off, len;
+} QText;
+
 struct Scanner {
     PyObject_HEAD
     Shared sh;
@@ -685,7 +684,7 @@ struct Scanner {
     uint8_t *foreign;          /* raw id -> 1 when Python normalises it */
     /* after number() */
     size_t nq;
-    uint32_t *q_ent;           /* query id -> the norms entry holding its text */
+    QText *q_text;             /* query id -> its text in the norms arena */
     uint32_t *q_chars;         /* its length in characters */
     uint32_t *t_start;         /* CSR of the distinct term hashes of each query */
     uint64_t *t_hash;
@@ -1195,8 +1194,12 @@ static void *merge_id_maps(void *arg) {
                 uint32_t local = ids_find(before, k);
                 if (local != NONE) id = m->maps[u][local];
             }
-            map[own->slots[i].id] = id != NONE ? id : (uint32_t)m->count++;
+            map[own->slots[i].id] = id;
         }
+        /* new keys numbered in the order they first appear, as in the first part: the
+         * grouping and the walk then move through memory as through the file */
+        for (size_t i = 0; i < own->count; i++)
+            if (map[i] == NONE) map[i] = (uint32_t)m->count++;
     }
     m->ok = m->count < NONE;
     return m->ok ? m : NULL;
@@ -1214,12 +1217,16 @@ static void *merge_raws(void *arg) {
     RawMerge *m = arg;
     Shared *sh = &m->sc->sh;
     Worker *w = m->w;
+    Dict *into = &m->sc->raws;
     m->ok = 0;
     for (size_t i = 0; i < w->raws.count; i++) {
+        /* the slots and then the entries of the lookups ahead are fetched meanwhile */
+        if (i + 32 < w->raws.count) dict_prefetch(into, w->raws.e[i + 32].h);
+        if (i + 16 < w->raws.count) dict_prefetch_entry(into, w->raws.e[i + 16].h);
         Entry *e = &w->raws.e[i];
-        uint32_t g = dict_get2(sh, &m->sc->raws, w->raws.arena + e->off, e->len, e->h, e->h2);
+        uint32_t g = dict_get2(sh, into, w->raws.arena + e->off, e->len, e->h, e->h2);
         if (g == NONE) return NULL;
-        add_sums(&m->sc->raws.e[g], e);
+        add_sums(&into->e[g], e);
         m->rmap[i] = g;
     }
     m->ok = 1;
@@ -1417,11 +1424,41 @@ static size_t normalise_ascii(const uint8_t *p, size_t n, uint8_t *out, int case
     return m;
 }
 
+/* Normalised texts are told apart like raw strings, by two hashes and their length. */
+static uint32_t norm_get(Scanner *sc, const uint8_t *text, size_t n) {
+    uint64_t h2, h = hash_pair(text, n, &h2);
+    return dict_get2(&sc->sh, &sc->norms, text, (uint32_t)n, h, h2);
+}
+
 static int add_norm(Scanner *sc, uint32_t raw, const uint8_t *text, size_t n) {
-    uint32_t id = dict_get(&sc->sh, &sc->norms, text, (uint32_t)n, hash_bytes(text, n));
+    uint32_t id = norm_get(sc, text, n);
     if (id == NONE) return 0;
     add_sums(&sc->norms.e[id], &sc->raws.e[raw]);
     sc->raw_norm[raw] = id;
+    return 1;
+}
+
+/* A normalised ASCII text waiting in foreign()'s batch. */
+typedef struct {
+    uint32_t raw, len;
+    size_t at;           /* in the batch's buffer */
+    uint64_t h, h2;
+} NormItem;
+
+#define NORM_BATCH 64
+
+/* Add a batch of normalised texts, their slots then their entries fetched for all of them
+ * first (a lookup at a time would wait for each miss in turn). */
+static int add_norms(Scanner *sc, const NormItem *items, int count, const uint8_t *buf) {
+    for (int i = 0; i < count; i++) dict_prefetch(&sc->norms, items[i].h);
+    for (int i = 0; i < count; i++) dict_prefetch_entry(&sc->norms, items[i].h);
+    for (int i = 0; i < count; i++) {
+        const NormItem *it = &items[i];
+        uint32_t id = dict_get2(&sc->sh, &sc->norms, buf + it->at, it->len, it->h, it->h2);
+        if (id == NONE) return 0;
+        add_sums(&sc->norms.e[id], &sc->raws.e[it->raw]);
+        sc->raw_norm[it->raw] = id;
+    }
     return 1;
 }
 
@@ -1443,22 +1480,34 @@ static PyObject *Scanner_foreign(Scanner *sc, PyObject *args) {
     int ok = 1;
     Py_BEGIN_ALLOW_THREADS
     uint8_t *buf = NULL;
-    size_t cap = 0;
+    size_t cap = 0, used = 0;
+    NormItem batch[NORM_BATCH];
+    int count = 0;
     for (size_t r = 0; r < nr && ok; r++) {
         Entry *e = &sc->raws.e[r];
         const uint8_t *p = sc->raws.arena + e->off;
         int high = 0;
         for (uint32_t k = 0; k < e->len; k++) high |= p[k] & 0x80;
         if (high) { sc->foreign[r] = 1; sc->raw_norm[r] = NONE; nforeign++; continue; }
-        if (cap < e->len + 1) {
-            free(buf);
-            cap = e->len * 2 + 64;
-            buf = malloc(cap);
-            if (!buf) { ok = 0; break; }
+        if (cap < used + e->len + 1) {
+            cap = (used + e->len) * 2 + 4096;
+            uint8_t *more = realloc(buf, cap);
+            if (!more) { ok = 0; break; }
+            buf = more;
         }
-        size_t m = normalise_ascii(p, e->len, buf, casefold, collapse);
-        ok = add_norm(sc, (uint32_t)r, buf, m);
+        NormItem *it = &batch[count++];
+        it->raw = (uint32_t)r;
+        it->at = used;
+        it->len = (uint32_t)normalise_ascii(p, e->len, buf + used, casefold, collapse);
+        it->h = hash_pair(buf + used, it->len, &it->h2);
+        used += it->len;
+        if (count == NORM_BATCH) {
+            ok = add_norms(sc, batch, count, buf);
+            count = 0;
+            used = 0;
+        }
     }
+    if (ok && count) ok = add_norms(sc, batch, count, buf);
     free(buf);
     Py_END_ALLOW_THREADS
     if (!ok) {
@@ -1595,6 +1644,64 @@ static PyObject *bytes_of(const void *p, size_t n) {
     return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
 }
 
+/* number()'s work on the entries [from, to) of the normalised texts. */
+typedef struct {
+    Scanner *sc;
+    const uint32_t *qid;  /* entry -> query id, NONE when it is no query */
+    size_t from, to;
+    uint64_t *th;         /* the term hashes, once counted */
+} TermJob;
+
+/* Each query's text and length in characters; its number of terms in t_start[q + 1]. */
+static void *count_terms(void *arg) {
+    TermJob *job = arg;
+    Scanner *sc = job->sc;
+    for (size_t i = job->from; i < job->to; i++) {
+        uint32_t q = job->qid[i];
+        if (q == NONE) continue;
+        const Entry *e = &sc->norms.e[i];
+        const uint8_t *p = sc->norms.arena + e->off;
+        sc->q_text[q] = (QText){e->off, e->len};
+        sc->q_chars[q] = (uint32_t)count_chars(p, e->len);
+        uint32_t terms = 0;
+        for (uint32_t k = 0; k < e->len; k++) terms += p[k] != ' ' && (k == 0 || p[k - 1] == ' ');
+        sc->t_start[q + 1] = terms;
+    }
+    return NULL;
+}
+
+/* Each query's term hashes at t_start[q], sorted (a repeated term may stay twice: only
+ * equality is asked). */
+static void *hash_terms(void *arg) {
+    TermJob *job = arg;
+    Scanner *sc = job->sc;
+    uint64_t *th = job->th;
+    for (size_t i = job->from; i < job->to; i++) {
+        uint32_t q = job->qid[i];
+        if (q == NONE) continue;
+        const Entry *e = &sc->norms.e[i];
+        const uint8_t *p = sc->norms.arena + e->off;
+        uint32_t at = sc->t_start[q], first = at;
+        for (uint32_t k = 0; k < e->len;) {
+            uint32_t j = k;
+            while (j < e->len && p[j] != ' ') j++;
+            if (j > k) th[at++] = hash_bytes(p + k, j - k);
+            k = j + 1;
+        }
+        if (at - first > 16) {
+            qsort(th + first, at - first, 8, cmp_u64);
+        } else {
+            for (uint32_t k = first + 1; k < at; k++) {  /* a query has few terms */
+                uint64_t x = th[k];
+                uint32_t j = k;
+                while (j > first && th[j - 1] > x) { th[j] = th[j - 1]; j--; }
+                th[j] = x;
+            }
+        }
+    }
+    return NULL;
+}
+
 /* number([(norm id, kind rank, masked text), ...], exclude): queries in text order. */
 static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
     PyObject *flagged;
@@ -1622,7 +1729,7 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
             Py_DECREF(seq); free(group_of); free(kind);
             return NULL;
         }
-        uint32_t g = dict_get(sh, &sc->norms, (const uint8_t *)text, (uint32_t)len, hash_bytes((const uint8_t *)text, (size_t)len));
+        uint32_t g = norm_get(sc, (const uint8_t *)text, (size_t)len);
         if (g == NONE) { Py_DECREF(seq); free(group_of); free(kind); return PyErr_NoMemory(); }
         group_of[id] = g;
         kind[id] = (uint8_t)k;
@@ -1649,7 +1756,9 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
             keys[nq].ent = (uint32_t)i;
             nq++;
         }
-        ok = sort_texts(keys, nq, &sc->norms);
+        /* below 2^31: follow() keeps a click in an event's top bit (tables of so many
+         * queries would pass any memory limit long before) */
+        ok = nq < 0x80000000u && sort_texts(keys, nq, &sc->norms);
         for (size_t i = 0; i < nn; i++) qid[i] = NONE;
         for (size_t q = 0; ok && q < nq; q++) qid[keys[q].ent] = (uint32_t)q;
         Py_END_ALLOW_THREADS
@@ -1659,10 +1768,10 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
     uint64_t *freq = calloc(nq + 1, 8), *rc_n = calloc(nq + 1, 8), *zero_n = calloc(nq + 1, 8), *bad = calloc(nq + 1, 8);
     double *max_ts = malloc((nq + 1) * sizeof(double));
     uint8_t *pii = calloc(nq + 1, 1), *excl = calloc(nq + 1, 1);
-    sc->q_ent = bmalloc(sh, (nq + 1) * sizeof(uint32_t));
+    sc->q_text = bmalloc(sh, (nq + 1) * sizeof(QText));
     sc->q_chars = bmalloc(sh, (nq + 1) * sizeof(uint32_t));
     sc->t_start = bmalloc(sh, (nq + 2) * sizeof(uint32_t));
-    ok = freq && rc_n && zero_n && bad && max_ts && pii && excl && sc->q_ent && sc->q_chars && sc->t_start;
+    ok = freq && rc_n && zero_n && bad && max_ts && pii && excl && sc->q_text && sc->q_chars && sc->t_start;
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
         for (size_t q = 0; q < nq; q++) max_ts[q] = NAN;
@@ -1693,48 +1802,18 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
         }
         free(raw_q);
         free(norm_q);
-        /* per query: its entry, its length in characters and the hashes of its terms,
-         * worked out in entry order, the order of the texts in the arena; each query's
-         * hashes are sorted (a repeated term may stay twice: only equality is asked) */
-        for (size_t q = 0; q <= nq; q++) sc->t_start[q] = 0;
-        for (size_t i = 0; ok && i < nn; i++) {
-            uint32_t q = qid[i];
-            if (q == NONE) continue;
-            const Entry *e = &sc->norms.e[i];
-            const uint8_t *p = sc->norms.arena + e->off;
-            sc->q_ent[q] = (uint32_t)i;
-            sc->q_chars[q] = (uint32_t)count_chars(p, e->len);
-            uint32_t terms = 0;
-            for (uint32_t k = 0; k < e->len; k++) terms += p[k] != ' ' && (k == 0 || p[k - 1] == ' ');
-            sc->t_start[q + 1] = terms;
-        }
+        /* per query: its text, its length in characters and the hashes of its terms,
+         * worked out in entry order, the order of the texts in the arena, each half of
+         * the entries on its own thread */
+        TermJob halves[2] = {{sc, qid, 0, nn / 2, NULL}, {sc, qid, nn / 2, nn, NULL}};
+        run_two(sc->nthreads, count_terms, &halves[0], count_terms, &halves[1]);
+        sc->t_start[0] = 0;
         for (size_t q = 0; q < nq; q++) sc->t_start[q + 1] += sc->t_start[q];
         size_t nt = sc->t_start[nq];
         uint64_t *th = ok ? bmalloc(sh, (nt + 1) * sizeof(uint64_t)) : NULL;
         ok = ok && th;
-        for (size_t i = 0; ok && i < nn; i++) {
-            uint32_t q = qid[i];
-            if (q == NONE) continue;
-            const Entry *e = &sc->norms.e[i];
-            const uint8_t *p = sc->norms.arena + e->off;
-            uint32_t at = sc->t_start[q], first = at;
-            for (uint32_t k = 0; k < e->len;) {
-                uint32_t j = k;
-                while (j < e->len && p[j] != ' ') j++;
-                if (j > k) th[at++] = hash_bytes(p + k, j - k);
-                k = j + 1;
-            }
-            if (at - first > 16) {
-                qsort(th + first, at - first, 8, cmp_u64);
-            } else {
-                for (uint32_t k = first + 1; k < at; k++) {  /* a query has few terms */
-                    uint64_t x = th[k];
-                    uint32_t j = k;
-                    while (j > first && th[j - 1] > x) { th[j] = th[j - 1]; j--; }
-                    th[j] = x;
-                }
-            }
-        }
+        halves[0].th = halves[1].th = th;
+        if (ok) run_two(sc->nthreads, hash_terms, &halves[0], hash_terms, &halves[1]);
         sc->t_hash = th;
         sc->nterms = nt + 1;
         Py_END_ALLOW_THREADS
@@ -1745,13 +1824,8 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
          * pass over them (NumPy's, the strata's) walks them */
         PyObject *texts = PyList_New((Py_ssize_t)nq);
         for (size_t q = 0; texts && q < nq; q++) {
-            if (q + 8 < nq) {
-                const Entry *ahead = &sc->norms.e[sc->q_ent[q + 8]];
-                __builtin_prefetch(ahead);
-                if (q + 16 < nq) __builtin_prefetch(&sc->norms.e[sc->q_ent[q + 16]]);
-                __builtin_prefetch(sc->norms.arena + ahead->off);
-            }
-            Entry *e = &sc->norms.e[sc->q_ent[q]];
+            if (q + 8 < nq) __builtin_prefetch(sc->norms.arena + sc->q_text[q + 8].off);
+            const QText *e = &sc->q_text[q];
             PyObject *s = PyUnicode_DecodeUTF8((const char *)sc->norms.arena + e->off, e->len, "strict");
             if (!s) { Py_CLEAR(texts); break; }
             PyList_SET_ITEM(texts, (Py_ssize_t)q, s);
@@ -1776,6 +1850,16 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
     }
     free(group_of); free(kind); free(qid); free(keys); free(target);
     free(freq); free(rc_n); free(zero_n); free(bad); free(max_ts); free(pii); free(excl);
+    if (result) {
+        /* from here on texts are read through q_text alone: the table, the entries and
+         * the raw strings' links go, before follow() needs its memory */
+        bfree(sh, sc->norms.slots, ((size_t)1 << sc->norms.bits) * sizeof(uint64_t));
+        bfree(sh, sc->norms.e, sc->norms.cap * sizeof(Entry));
+        bfree(sh, sc->raw_norm, (sc->raws.count + 1) * sizeof(uint32_t));
+        sc->norms.slots = NULL;
+        sc->norms.e = NULL;
+        sc->raw_norm = NULL;
+    }
     return result;
 }
 
@@ -1826,7 +1910,7 @@ static int similar(const Scanner *sc, uint32_t a, uint32_t b) {
     if (bound > 2) bound = 2;
     uint32_t diff = la > lb ? la - lb : lb - la;
     if (diff > (uint32_t)bound) return 0;
-    const Entry *ea = &sc->norms.e[sc->q_ent[a]], *eb = &sc->norms.e[sc->q_ent[b]];
+    const QText *ea = &sc->q_text[a], *eb = &sc->q_text[b];
     const uint8_t *pa = sc->norms.arena + ea->off, *pb = sc->norms.arena + eb->off;
     uint32_t sa[130], sb[130];
     uint32_t *ca = la < 129 ? sa : malloc((la + 1) * sizeof(uint32_t));
@@ -1842,14 +1926,18 @@ static int similar(const Scanner *sc, uint32_t a, uint32_t b) {
     return r;
 }
 
-typedef struct {
+/* A line of a session: 12 bytes, the click in the top bit of the query id (number() keeps
+ * query ids below 2^31). */
+typedef struct __attribute__((packed, aligned(4))) {
     double ts;
-    uint32_t q;
-    uint8_t clk;
+    uint32_t qc;
 } Event;
 
+#define CLICK_BIT 0x80000000u
+#define EV_Q(e) ((e).qc & ~CLICK_BIT)
+
 static inline int event_before(const Event *x, const Event *y) {
-    return x->ts < y->ts || (x->ts == y->ts && x->q < y->q);
+    return x->ts < y->ts || (x->ts == y->ts && EV_Q(*x) < EV_Q(*y));
 }
 
 static int cmp_event(const void *a, const void *b) {
@@ -1857,19 +1945,31 @@ static int cmp_event(const void *a, const void *b) {
     return event_before(x, y) ? -1 : event_before(y, x) ? 1 : 0;
 }
 
+/* A query's counts in one walk, side by side: one cache miss per event, not five. */
+typedef struct {
+    uint32_t last, distinct, seq, aband, reform;
+} Tally;
+
+/* The users' walk needs only the first two. */
+typedef struct {
+    uint32_t last, distinct;
+} Seen;
+
 typedef struct {
     Scanner *sc;
-    int by_user;
     double window;
     int ok;
-    uint32_t *perm, *start;      /* the lines grouped by session (or user) id */
+    uint32_t *start;             /* group g's lines are [start[g], start[g + 1]) */
+    Event *ev;                   /* sessions: each line's event, grouped by session */
+    uint32_t *qs;                /* users: each line's query, grouped by user */
     size_t from, to;             /* the groups this job walks */
-    uint32_t *distinct;          /* per query: distinct sessions (or users) */
-    uint32_t *seq_n, *aband_n, *reform_n;
+    Tally *tally;
+    Seen *seen;
 } Job;
 
-/* Lines with a query, grouped by session (or user) id: a counting sort. */
-static uint32_t *group_lines(Scanner *sc, int by_user, size_t ngroups, uint32_t **start_out) {
+/* The first pass of a counting sort of the lines with a query by session (or user) id:
+ * where each group starts; the total in start[ngroups]. */
+static uint32_t *group_starts(Scanner *sc, int by_user, size_t ngroups) {
     uint32_t *start = calloc(ngroups + 2, sizeof(uint32_t));
     if (!start) return NULL;
     size_t total = 0;
@@ -1879,56 +1979,115 @@ static uint32_t *group_lines(Scanner *sc, int by_user, size_t ngroups, uint32_t 
         for (uint32_t i = 0; i < BLOCK_LINES; i++)
             if (g[i] != NONE && q[i] != NONE) start[g[i] + 1]++, total++;
     }
+    if (total >= UINT32_MAX) { free(start); return NULL; }
     for (size_t s = 0; s < ngroups; s++) start[s + 1] += start[s];
-    uint32_t *perm = malloc((total + 1) * sizeof(uint32_t));
-    uint32_t *pos = malloc((ngroups + 1) * sizeof(uint32_t));
-    if (!perm || !pos || total >= UINT32_MAX) { free(perm); free(pos); free(start); return NULL; }
-    memcpy(pos, start, ngroups * sizeof(uint32_t));
-    for (size_t b = 0; b < sc->nblk; b++) {
-        const uint32_t *g = by_user ? sc->blk[b].user : sc->blk[b].sess;
-        const uint32_t *q = sc->blk[b].raw;
-        for (uint32_t i = 0; i < BLOCK_LINES; i++)
-            if (g[i] != NONE && q[i] != NONE) perm[pos[g[i]]++] = (uint32_t)(b << 20 | i);
-    }
-    free(pos);
-    *start_out = start;
-    return perm;
+    return start;
 }
 
-/* Walk groups [from, to): distinct groups per query and, for sessions, the sequence of
- * each session in time order (successors, abandonment, reformulations). */
-static void *job_walk(void *arg) {
+/* Once a block is grouped, what was copied out of it is no longer read: its arrays go at
+ * once, so that the memory of the grouped copy replaces theirs (sessions and users ids are
+ * numbered in order of appearance, so the copy fills in about the order the blocks go). */
+static void drop_grouped(Scanner *sc, Block *B, int by_user) {
+    if (by_user) {
+        bfree(&sc->sh, B->user, BLOCK_LINES * sizeof(uint32_t));
+        B->user = NULL;
+        return;
+    }
+    bfree(&sc->sh, B->sess, BLOCK_LINES * sizeof(uint32_t));
+    bfree(&sc->sh, B->ts, BLOCK_LINES * sizeof(double));
+    bfree(&sc->sh, B->clk, BLOCK_LINES);
+    B->sess = NULL;
+    B->ts = NULL;
+    B->clk = NULL;
+}
+
+/* The second pass writes what the walk reads (not the line's number), so that the walk
+ * reads one array in order instead of three at random. */
+static int scatter(Scanner *sc, int by_user, size_t ngroups, Job *job) {
+    uint32_t *pos = malloc((ngroups + 1) * sizeof(uint32_t));
+    size_t total = job->start[ngroups];
+    if (by_user) job->qs = malloc((total + 1) * sizeof(uint32_t));
+    else job->ev = halloc((total + 1) * sizeof(Event));
+    if (!pos || (by_user ? !job->qs : !job->ev)) { free(pos); return 0; }
+    memcpy(pos, job->start, ngroups * sizeof(uint32_t));
+    for (size_t b = 0; b < sc->nblk; b++) {
+        Block *B = &sc->blk[b];
+        const uint32_t *g = by_user ? B->user : B->sess;
+        for (uint32_t i = 0; i < BLOCK_LINES; i++) {
+            if (g[i] == NONE || B->raw[i] == NONE) continue;
+            uint32_t at = pos[g[i]]++;
+            if (by_user) {
+                job->qs[at] = B->raw[i];
+            } else {
+                job->ev[at].ts = B->ts[i];
+                job->ev[at].qc = B->raw[i] | (B->clk[i] ? CLICK_BIT : 0);
+            }
+        }
+        drop_grouped(sc, B, by_user);
+    }
+    free(pos);
+    return 1;
+}
+
+/* A query and the next one in its session, within the window: a reformulation when they
+ * are similar. */
+typedef struct {
+    uint32_t a, b;
+} Pair;
+
+#define PAIRS 32
+
+/* The similarity test on a batch of pairs, their data fetched level by level for all of
+ * them before any is tested: each test reads five arrays at random, and a miss at a time
+ * would leave the memory idle. Returns 0, the batch's new size. */
+static int flush_pairs(const Scanner *sc, Tally *t, const Pair *p, int n) {
+    const uint32_t *ts = sc->t_start, *chars = sc->q_chars;
+    const QText *text = sc->q_text;
+    for (int i = 0; i < n; i++) {
+        __builtin_prefetch(&ts[p[i].a]);
+        __builtin_prefetch(&ts[p[i].b]);
+        __builtin_prefetch(&chars[p[i].a]);
+        __builtin_prefetch(&chars[p[i].b]);
+        __builtin_prefetch(&text[p[i].a]);
+        __builtin_prefetch(&text[p[i].b]);
+    }
+    for (int i = 0; i < n; i++) {
+        __builtin_prefetch(&sc->t_hash[ts[p[i].a]]);
+        __builtin_prefetch(&sc->t_hash[ts[p[i].b]]);
+        uint32_t la = chars[p[i].a], lb = chars[p[i].b];
+        if ((la > lb ? la - lb : lb - la) <= 2) {  /* the edit distance may be asked */
+            __builtin_prefetch(sc->norms.arena + text[p[i].a].off);
+            __builtin_prefetch(sc->norms.arena + text[p[i].b].off);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (similar(sc, p[i].a, p[i].b)) t[p[i].a].reform++;
+    return 0;
+}
+
+/* Walk sessions [from, to): distinct sessions per query and each session in time order
+ * (successors, abandonment, reformulations). */
+static void *walk_sessions(void *arg) {
     Job *job = arg;
     Scanner *sc = job->sc;
-    uint32_t *start = job->start, *perm = job->perm;
-    uint32_t *last = malloc((sc->nq + 1) * sizeof(uint32_t));
-    size_t cap = 64;
-    Event *ev = malloc(cap * sizeof(Event));
-    job->ok = 0;
-    if (!last || !ev) { free(last); free(ev); return NULL; }
-    for (size_t q = 0; q < sc->nq; q++) last[q] = NONE;
+    const uint32_t *start = job->start;
+    Event *all = job->ev;
+    Tally *t = job->tally;
+    size_t end = start[job->to];
+    Pair pairs[PAIRS];
+    int npairs = 0;
     for (size_t s = job->from; s < job->to; s++) {
         uint32_t a = start[s], z = start[s + 1];
+        Event *ev = all + a;
         size_t m = 0;
         for (uint32_t k = a; k < z; k++) {
-            uint32_t line = perm[k];
-            const Block *B = &sc->blk[line >> 20];
-            uint32_t off = line & (BLOCK_LINES - 1);
-            uint32_t q = B->raw[off];
-            if (last[q] != (uint32_t)s) { last[q] = (uint32_t)s; job->distinct[q]++; }
-            if (job->by_user || isnan(B->ts[off])) continue;
-            if (m == cap) {
-                Event *e = realloc(ev, cap * 2 * sizeof(Event));
-                if (!e) goto out;
-                ev = e;
-                cap *= 2;
-            }
-            ev[m].ts = B->ts[off];
-            ev[m].q = q;
-            ev[m].clk = B->clk[off];
-            m++;
+            if (k + 16 < end) __builtin_prefetch(&t[EV_Q(all[k + 16])], 1);
+            Event e = all[k];
+            uint32_t q = EV_Q(e);
+            if (t[q].last != (uint32_t)s) { t[q].last = (uint32_t)s; t[q].distinct++; }
+            if (!isnan(e.ts)) ev[m++] = e;  /* the events with a time, in place */
         }
-        if (job->by_user || m == 0) continue;
+        if (m == 0) continue;
         if (m <= 24) {
             for (size_t i = 1; i < m; i++) {
                 Event x = ev[i];
@@ -1941,48 +2100,47 @@ static void *job_walk(void *arg) {
         }
         double last_click = NAN;
         for (size_t i = 0; i < m; i++)
-            if (ev[i].clk && (isnan(last_click) || ev[i].ts > last_click)) last_click = ev[i].ts;
+            if ((ev[i].qc & CLICK_BIT) && (isnan(last_click) || ev[i].ts > last_click))
+                last_click = ev[i].ts;
         for (size_t i = 0; i < m; i++) {
-            uint32_t q = ev[i].q;
-            job->seq_n[q]++;
-            if (isnan(last_click) || last_click < ev[i].ts) job->aband_n[q]++;
+            uint32_t q = EV_Q(ev[i]);
+            t[q].seq++;
+            if (isnan(last_click) || last_click < ev[i].ts) t[q].aband++;
             if (i + 1 < m) {
                 double dt = ev[i + 1].ts - ev[i].ts;
-                uint32_t next = ev[i + 1].q;
-                if (dt > 0 && dt <= job->window && next != q && similar(sc, q, next)) job->reform_n[q]++;
+                uint32_t next = EV_Q(ev[i + 1]);
+                if (dt > 0 && dt <= job->window && next != q) {
+                    pairs[npairs++] = (Pair){q, next};
+                    if (npairs == PAIRS) npairs = flush_pairs(sc, t, pairs, npairs);
+                }
             }
         }
     }
+    flush_pairs(sc, t, pairs, npairs);
     job->ok = 1;
-out:
-    free(last);
-    free(ev);
     return NULL;
 }
 
-/* Once grouped, a line's session (or user) id is no longer read: its array goes, so that
- * the walk runs in less memory. */
-static void drop_ids(Scanner *sc, int by_user) {
-    for (size_t b = 0; b < sc->nblk; b++) {
-        uint32_t **ids = by_user ? &sc->blk[b].user : &sc->blk[b].sess;
-        bfree(&sc->sh, *ids, BLOCK_LINES * sizeof(uint32_t));
-        *ids = NULL;
-    }
-}
-
-/* The users' job whole: group by user, then count distinct users per query. */
+/* The users' job whole: group the lines' queries by user, then count distinct users per
+ * query. */
 static void *job_users(void *arg) {
     Job *job = arg;
+    Scanner *sc = job->sc;
     job->ok = 0;
-    job->perm = group_lines(job->sc, 1, job->sc->nusers, &job->start);
-    if (!job->perm) return NULL;
-    drop_ids(job->sc, 1);
-    job->from = 0;
-    job->to = job->sc->nusers;
-    job_walk(job);
-    free(job->perm);
-    free(job->start);
-    job->perm = job->start = NULL;
+    size_t nu = sc->nusers;
+    job->start = group_starts(sc, 1, nu);
+    if (!job->start || !scatter(sc, 1, nu, job)) return NULL;
+    const uint32_t *start = job->start, *qs = job->qs;
+    Seen *seen = job->seen;
+    size_t end = start[nu];
+    for (size_t u = 0; u < nu; u++) {
+        for (uint32_t k = start[u]; k < start[u + 1]; k++) {
+            if (k + 16 < end) __builtin_prefetch(&seen[qs[k + 16]], 1);
+            uint32_t q = qs[k];
+            if (seen[q].last != (uint32_t)u) { seen[q].last = (uint32_t)u; seen[q].distinct++; }
+        }
+    }
+    job->ok = 1;
     return NULL;
 }
 
@@ -1997,9 +2155,9 @@ static void both(Scanner *sc, void *(*a)(void *), void *x, void *(*b)(void *), v
 
 static void *group_sessions(void *arg) {
     Job *job = arg;
-    job->perm = group_lines(job->sc, 0, job->sc->nsessions, &job->start);
-    job->ok = job->perm != NULL;
-    if (job->ok) drop_ids(job->sc, 0);
+    Scanner *sc = job->sc;
+    job->start = group_starts(sc, 0, sc->nsessions);
+    job->ok = job->start && scatter(sc, 0, sc->nsessions, job);
     return NULL;
 }
 
@@ -2011,13 +2169,17 @@ static PyObject *Scanner_follow(Scanner *sc, PyObject *args) {
     if (sc->stage != 4) return PyErr_Format(PyExc_RuntimeError, "follow() runs after number()");
     sc->stage = 5;
     size_t nq = sc->nq;
-    /* sessions' accumulators twice (each half of the sessions its own), users' once */
-    uint32_t *arrays[9];
-    int ok = 1;
-    for (int k = 0; k < 9; k++) ok &= (arrays[k] = calloc(nq + 1, sizeof(uint32_t))) != NULL;
-    Job first = {sc, 0, window, 0, NULL, NULL, 0, 0, arrays[0], arrays[2], arrays[3], arrays[4]};
-    Job second = {sc, 0, window, 0, NULL, NULL, 0, 0, arrays[5], arrays[6], arrays[7], arrays[8]};
-    Job users = {sc, 1, window, 0, NULL, NULL, 0, 0, arrays[1], NULL, NULL, NULL};
+    /* the sessions' tallies twice (each half of the sessions its own), the users' once */
+    Tally *tallies[2] = {malloc((nq + 1) * sizeof(Tally)), malloc((nq + 1) * sizeof(Tally))};
+    Seen *seen = malloc((nq + 1) * sizeof(Seen));
+    int ok = tallies[0] && tallies[1] && seen;
+    for (size_t q = 0; ok && q < nq; q++) {
+        tallies[0][q] = tallies[1][q] = (Tally){NONE, 0, 0, 0, 0};
+        seen[q] = (Seen){NONE, 0};
+    }
+    Job first = {.sc = sc, .window = window, .tally = tallies[0]};
+    Job second = {.sc = sc, .window = window, .tally = tallies[1]};
+    Job users = {.sc = sc, .seen = seen};
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
         /* the sessions' counting sort beside the users' whole job (the shorter two), then
@@ -2026,37 +2188,47 @@ static PyObject *Scanner_follow(Scanner *sc, PyObject *args) {
         if (first.ok) {
             size_t ns = sc->nsessions, half = first.start[ns] / 2, mid = 0;
             while (mid < ns && first.start[mid] < half) mid++;
-            second.perm = first.perm;
+            second.ev = first.ev;
             second.start = first.start;
             first.from = 0;
             first.to = mid;
             second.from = mid;
             second.to = ns;
-            both(sc, job_walk, &first, job_walk, &second);
-            for (size_t q = 0; q < nq; q++) {
-                arrays[0][q] += arrays[5][q];
-                arrays[2][q] += arrays[6][q];
-                arrays[3][q] += arrays[7][q];
-                arrays[4][q] += arrays[8][q];
-            }
+            first.ok = 0;
+            both(sc, walk_sessions, &first, walk_sessions, &second);
         }
-        free(first.perm);
+        if (first.ev) hfree(first.ev, (first.start[sc->nsessions] + 1) * sizeof(Event));
         free(first.start);
+        free(users.start);
+        free(users.qs);
         Py_END_ALLOW_THREADS
         ok = first.ok && second.ok && users.ok;
     }
     PyObject *result = NULL;
+    uint32_t *out[5];
+    for (int k = 0; k < 5; k++) ok &= (out[k] = ok ? malloc((nq + 1) * sizeof(uint32_t)) : NULL) != NULL;
     if (ok) {
+        for (size_t q = 0; q < nq; q++) {
+            const Tally *x = &tallies[0][q], *y = &tallies[1][q];
+            out[0][q] = x->distinct + y->distinct;  /* a session is in one half only */
+            out[1][q] = seen[q].distinct;
+            out[2][q] = x->seq + y->seq;
+            out[3][q] = x->aband + y->aband;
+            out[4][q] = x->reform + y->reform;
+        }
         result = Py_BuildValue("{s:N,s:N,s:N,s:N,s:N}",
-                               "sessions", bytes_of(arrays[0], nq * 4),
-                               "users", bytes_of(arrays[1], nq * 4),
-                               "seq_n", bytes_of(arrays[2], nq * 4),
-                               "abandoned_n", bytes_of(arrays[3], nq * 4),
-                               "reformulated", bytes_of(arrays[4], nq * 4));
+                               "sessions", bytes_of(out[0], nq * 4),
+                               "users", bytes_of(out[1], nq * 4),
+                               "seq_n", bytes_of(out[2], nq * 4),
+                               "abandoned_n", bytes_of(out[3], nq * 4),
+                               "reformulated", bytes_of(out[4], nq * 4));
     } else {
         PyErr_NoMemory();
     }
-    for (int k = 0; k < 9; k++) free(arrays[k]);
+    for (int k = 0; k < 5; k++) free(out[k]);
+    free(tallies[0]);
+    free(tallies[1]);
+    free(seen);
     return result;
 }
 
@@ -2084,13 +2256,14 @@ static void scanner_release(Scanner *sc) {
     dict_free(sh, &sc->norms);
     bfree(sh, sc->raw_norm, (nr + 1) * sizeof(uint32_t));
     bfree(sh, sc->foreign, nr + 1);
-    bfree(sh, sc->q_ent, (sc->nq + 1) * sizeof(uint32_t));
+    bfree(sh, sc->q_text, (sc->nq + 1) * sizeof(QText));
     bfree(sh, sc->q_chars, (sc->nq + 1) * sizeof(uint32_t));
     bfree(sh, sc->t_start, (sc->nq + 2) * sizeof(uint32_t));
     bfree(sh, sc->t_hash, sc->nterms * sizeof(uint64_t));
     sc->raw_norm = NULL;
     sc->foreign = NULL;
-    sc->q_ent = sc->q_chars = sc->t_start = NULL;
+    sc->q_chars = sc->t_start = NULL;
+    sc->q_text = NULL;
     sc->t_hash = NULL;
 }
 
