@@ -10,14 +10,14 @@
  * Why compiled: the statistics need a pass over every line, a dictionary of distinct
  * strings and a walk through every session in time order. DuckDB does each with general
  * operators (hash aggregations, a window sort of all lines); here the dictionaries are
- * built while parsing, sessions come out of a counting sort by dense session id (logs are
- * ordered by time, so that sort barely leaves the cache), and both file halves are parsed
- * on their own threads.
+ * built while parsing, sessions and users come out of a radix partition of their ids'
+ * hashes into cache-sized buckets (a dictionary of millions of ids costs a cache miss per
+ * line), and both file halves are parsed on their own threads.
  *
  * Phases, one method each (annotation/sampling_native.py drives them):
  *   read()      parse the file on N threads: per line the raw query (an id in a dictionary
- *               of distinct strings), session and user (dense ids), time and click; per
- *               raw string the sums of its lines;
+ *               of distinct strings), the hashes of its session and user ids, time and
+ *               click; per raw string the sums of its lines;
  *   foreign()   normalise the ASCII raw strings here; return the others for Python;
  *   set_norms() the normalised texts of those (raw strings are grouped by normalised text
  *               as they come in);
@@ -34,6 +34,7 @@
 
 #include <fcntl.h>
 #include <locale.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -313,75 +314,6 @@ static uint32_t dict_get2(Shared *sh, Dict *d, const uint8_t *p, uint32_t n, uin
     return id;
 }
 
-/* ------------------------------------------------------------------ id dictionary */
-
-/* Session and user ids: only their 64-bit hash is kept, as the SQL path compares them by
- * DuckDB's hash; a collision is as unlikely on either path. Key and id share a slot, so a
- * lookup costs one cache miss. */
-typedef struct {
-    uint64_t key;        /* 0 = empty */
-    uint64_t id;
-} IdSlot;
-
-typedef struct {
-    IdSlot *slots;
-    unsigned bits;
-    size_t count;
-} Ids;
-
-static int ids_init(Shared *sh, Ids *d, unsigned bits) {
-    memset(d, 0, sizeof *d);
-    d->bits = bits;
-    d->slots = bcalloc(sh, (size_t)1 << bits, sizeof(IdSlot));
-    return d->slots != NULL;
-}
-
-static void ids_free(Shared *sh, Ids *d) {
-    bfree(sh, d->slots, ((size_t)1 << d->bits) * sizeof(IdSlot));
-    memset(d, 0, sizeof *d);
-}
-
-static int ids_grow(Shared *sh, Ids *d) {
-    unsigned bits = d->bits + 1;
-    size_t nslots = (size_t)1 << bits, old = (size_t)1 << d->bits;
-    IdSlot *slots = bcalloc(sh, nslots, sizeof(IdSlot));
-    if (!slots) return 0;
-    for (size_t i = 0; i < old; i++) {
-        uint64_t k = d->slots[i].key;
-        if (!k) continue;
-        size_t s = k >> (64 - bits);
-        while (slots[s].key) s = (s + 1) & (nslots - 1);
-        slots[s] = d->slots[i];
-    }
-    bfree(sh, d->slots, old * sizeof(IdSlot));
-    d->slots = slots;
-    d->bits = bits;
-    return 1;
-}
-
-static inline void ids_prefetch(const Ids *d, uint64_t k) {
-    __builtin_prefetch(&d->slots[k >> (64 - d->bits)]);
-}
-
-static uint32_t ids_get(Shared *sh, Ids *d, uint64_t k) {
-    size_t mask = ((size_t)1 << d->bits) - 1;
-    size_t s = k >> (64 - d->bits);
-    for (;;) {
-        uint64_t v = d->slots[s].key;
-        if (v == k) return (uint32_t)d->slots[s].id;
-        if (!v) break;
-        s = (s + 1) & mask;
-    }
-    if (d->count + 1 > max_fill(d->bits)) {
-        if (!ids_grow(sh, d)) return NONE;
-        return ids_get(sh, d, k);
-    }
-    uint32_t id = (uint32_t)d->count++;
-    d->slots[s].key = k;
-    d->slots[s].id = id;
-    return id;
-}
-
 /* ------------------------------------------------------------------ values */
 
 static locale_t c_locale;
@@ -628,8 +560,11 @@ enum { TS_NONE = 0, TS_NUMBER = 1, TS_INSTANT = 2, TS_EITHER = 3 };
 enum { CLICK_NUMBER = 0, CLICK_TEXT = 1 };
 enum { F_QUERY, F_TS, F_SESSION, F_USER, F_RC, F_CLICK, F_COUNT };
 
+/* Session and user ids are kept as their 64-bit hash (0: none), as the SQL path compares
+ * them by DuckDB's hash; a collision is as unlikely on either path. */
 typedef struct {
-    uint32_t *raw, *sess, *user;
+    uint32_t *raw;
+    uint64_t *sh, *uh;
     double *ts;
     uint8_t *clk;
     uint32_t fill;
@@ -642,7 +577,6 @@ typedef struct {
     int index;
     int64_t begin, end;     /* byte range: the lines starting in it */
     Dict raws;
-    Ids sessions, users;
     Block *blocks;
     size_t nblocks, blocks_cap;
     uint64_t lines, null_queries;
@@ -673,7 +607,6 @@ struct Scanner {
     char why[240];
     /* after read(): the merged dictionary and flat per-line arrays */
     Dict raws;
-    size_t nsessions, nusers;
     size_t lines;
     Block *blk;                /* every line, in file order; raw becomes the query id */
     size_t nblk;
@@ -713,11 +646,11 @@ static Block *new_block(Worker *w) {
     Block *b = &w->blocks[w->nblocks];
     memset(b, 0, sizeof *b);
     b->raw = bmalloc(sh, BLOCK_LINES * sizeof(uint32_t));
-    b->sess = bmalloc(sh, BLOCK_LINES * sizeof(uint32_t));
-    b->user = bmalloc(sh, BLOCK_LINES * sizeof(uint32_t));
+    b->sh = bmalloc(sh, BLOCK_LINES * sizeof(uint64_t));
+    b->uh = bmalloc(sh, BLOCK_LINES * sizeof(uint64_t));
     b->ts = bmalloc(sh, BLOCK_LINES * sizeof(double));
     b->clk = bmalloc(sh, BLOCK_LINES);
-    if (!b->raw || !b->sess || !b->user || !b->ts || !b->clk) {
+    if (!b->raw || !b->sh || !b->uh || !b->ts || !b->clk) {
         w->nblocks++;  /* freed with the others */
         return NULL;
     }
@@ -727,8 +660,8 @@ static Block *new_block(Worker *w) {
 
 static void free_block(Shared *sh, Block *b) {
     bfree(sh, b->raw, BLOCK_LINES * sizeof(uint32_t));
-    bfree(sh, b->sess, BLOCK_LINES * sizeof(uint32_t));
-    bfree(sh, b->user, BLOCK_LINES * sizeof(uint32_t));
+    bfree(sh, b->sh, BLOCK_LINES * sizeof(uint64_t));
+    bfree(sh, b->uh, BLOCK_LINES * sizeof(uint64_t));
     bfree(sh, b->ts, BLOCK_LINES * sizeof(double));
     bfree(sh, b->clk, BLOCK_LINES);
     memset(b, 0, sizeof *b);
@@ -874,8 +807,6 @@ static void stage_slots(Worker *w, Pending *batch, int count) {
     for (int i = 0; i < count; i++) {
         Pending *l = &batch[i];
         if (l->f[F_QUERY].present) dict_prefetch(&w->raws, l->qh);
-        if (l->sh) ids_prefetch(&w->sessions, l->sh);
-        if (l->uh) ids_prefetch(&w->users, l->uh);
     }
 }
 
@@ -933,15 +864,6 @@ static int commit_batch(Worker *w, Pending *batch, int count) {
             clk = read_click(sc->click_mode, p, f->n, f->present);
             if (clk < 0) { worker_stop(w, l->at, "a clicked value in a form this reader leaves to DuckDB"); return 0; }
         }
-        uint32_t s = NONE, u = NONE;
-        if (l->sh) {
-            s = ids_get(sh, &w->sessions, l->sh);
-            if (s == NONE) { worker_stop(w, l->at, MEMORY_REASON); return 0; }
-        }
-        if (l->uh) {
-            u = ids_get(sh, &w->users, l->uh);
-            if (u == NONE) { worker_stop(w, l->at, MEMORY_REASON); return 0; }
-        }
         uint32_t r = NONE;
         if (l->f[F_QUERY].present) {
             r = dict_get2(sh, &w->raws, l->q, l->f[F_QUERY].n, l->qh, l->qh2);
@@ -956,8 +878,8 @@ static int commit_batch(Worker *w, Pending *batch, int count) {
             w->null_queries++;
         }
         b->raw[slot] = r;
-        b->sess[slot] = s;
-        b->user[slot] = u;
+        b->sh[slot] = l->sh;
+        b->uh[slot] = l->uh;
         b->ts[slot] = has_ts ? ts : NAN;
         b->clk[slot] = (uint8_t)clk;
         w->lines++;
@@ -1150,61 +1072,6 @@ static void *worker_run(void *arg) {
 
 /* ------------------------------------------------------------------ read() */
 
-/* The id a key has in a table, or NONE; the table is only read. */
-static uint32_t ids_find(const Ids *d, uint64_t k) {
-    size_t mask = ((size_t)1 << d->bits) - 1;
-    for (size_t s = k >> (64 - d->bits);; s = (s + 1) & mask) {
-        uint64_t v = d->slots[s].key;
-        if (v == k) return (uint32_t)d->slots[s].id;
-        if (!v) return NONE;
-    }
-}
-
-/* Global session (or user) ids without a global table: a key keeps the id it has in the
- * first worker whose part of the file holds it, and a key new to worker t gets the next
- * free id. maps[t][local id] is the global id; the earlier workers' tables are only read,
- * so this runs beside the merge of the raw strings. */
-typedef struct {
-    Worker *workers;
-    int nw, which;   /* which: 0 sessions, 1 users */
-    uint32_t **maps;
-    size_t count;    /* global ids given */
-    int ok;
-} IdMerge;
-
-static void *merge_id_maps(void *arg) {
-    IdMerge *m = arg;
-    m->ok = 0;
-    for (int t = 0; t < m->nw; t++) {
-        const Ids *own = m->which ? &m->workers[t].users : &m->workers[t].sessions;
-        uint32_t *map = m->maps[t] = malloc((own->count + 1) * sizeof(uint32_t));
-        if (!map) return NULL;
-        size_t nslots = (size_t)1 << own->bits;
-        if (t == 0) {
-            for (size_t i = 0; i < own->count; i++) map[i] = (uint32_t)i;
-            m->count = own->count;
-            continue;
-        }
-        for (size_t i = 0; i < nslots; i++) {
-            uint64_t k = own->slots[i].key;
-            if (!k) continue;
-            uint32_t id = NONE;
-            for (int u = 0; u < t && id == NONE; u++) {
-                const Ids *before = m->which ? &m->workers[u].users : &m->workers[u].sessions;
-                uint32_t local = ids_find(before, k);
-                if (local != NONE) id = m->maps[u][local];
-            }
-            map[own->slots[i].id] = id;
-        }
-        /* new keys numbered in the order they first appear, as in the first part: the
-         * grouping and the walk then move through memory as through the file */
-        for (size_t i = 0; i < own->count; i++)
-            if (map[i] == NONE) map[i] = (uint32_t)m->count++;
-    }
-    m->ok = m->count < NONE;
-    return m->ok ? m : NULL;
-}
-
 typedef struct {
     Scanner *sc;
     Worker *w;
@@ -1236,12 +1103,11 @@ static void *merge_raws(void *arg) {
 typedef struct {
     Block *blocks;
     size_t from, to;
-    const uint32_t *rmap, *smap, *umap;
+    const uint32_t *rmap;
 } Remap;
 
-/* Local ids to global ids in blocks [from, to); a part-full last block is padded with
- * lines that have no query, session or user, so that line indices stay
- * block * BLOCK_LINES + offset. */
+/* Local raw ids to global ones in blocks [from, to); a part-full last block is padded with
+ * lines that have no query, session or user, so that every block is whole. */
 static void *remap_blocks(void *arg) {
     Remap *r = arg;
     for (size_t b = r->from; b < r->to; b++) {
@@ -1250,14 +1116,10 @@ static void *remap_blocks(void *arg) {
         for (uint32_t i = 0; r->rmap && i < B->fill; i++) {
             if (B->raw[i] != NONE) B->raw[i] = r->rmap[B->raw[i]];
         }
-        for (uint32_t i = 0; r->smap && i < B->fill; i++) {
-            if (B->sess[i] != NONE) B->sess[i] = r->smap[B->sess[i]];
-            if (B->user[i] != NONE) B->user[i] = r->umap[B->user[i]];
-        }
         for (uint32_t i = B->fill; i < BLOCK_LINES; i++) {
             B->raw[i] = NONE;
-            B->sess[i] = NONE;
-            B->user[i] = NONE;
+            B->sh[i] = 0;
+            B->uh[i] = 0;
         }
     }
     return NULL;
@@ -1276,24 +1138,14 @@ static int merge_workers(Scanner *sc, int nw) {
     Worker *w0 = &sc->workers[0];
     sc->raws = w0->raws;
     memset(&w0->raws, 0, sizeof w0->raws);
-    uint32_t *smaps[MAX_THREADS] = {0}, *umaps[MAX_THREADS] = {0};
-    IdMerge sessions = {sc->workers, nw, 0, smaps, 0, 0};
-    IdMerge users = {sc->workers, nw, 1, umaps, 0, 0};
     int ok = 1;
-    /* the raw strings worker by worker on this thread, the id maps on another */
     uint32_t *rmaps[MAX_THREADS] = {0};
-    pthread_t th;
-    int threaded = nw > 1 && pthread_create(&th, NULL, merge_id_maps, &sessions) == 0;
     for (int t = 1; t < nw && ok; t++) {
         Worker *w = &sc->workers[t];
         RawMerge raws = {sc, w, rmaps[t] = malloc((w->raws.count + 1) * sizeof(uint32_t)), 0};
         ok = raws.rmap && merge_raws(&raws);
         dict_free(sh, &w->raws);
     }
-    if (threaded) pthread_join(th, NULL);
-    else merge_id_maps(&sessions);
-    merge_id_maps(&users);
-    ok = ok && sessions.ok && users.ok;
     size_t nblk = 0;
     for (int t = 0; t < nw; t++) nblk += sc->workers[t].nblocks;
     sc->blk = calloc(nblk ? nblk : 1, sizeof(Block));
@@ -1302,7 +1154,7 @@ static int merge_workers(Scanner *sc, int nw) {
         Worker *w = &sc->workers[t];
         if (ok) {
             /* each worker's blocks in two halves, on two threads */
-            Remap r = {w->blocks, 0, w->nblocks / 2, rmaps[t], t ? smaps[t] : NULL, umaps[t]};
+            Remap r = {w->blocks, 0, w->nblocks / 2, rmaps[t]};
             Remap q = r;
             r.to = q.from = w->nblocks / 2;
             q.to = w->nblocks;
@@ -1312,16 +1164,10 @@ static int merge_workers(Scanner *sc, int nw) {
             w->blocks = NULL;
             w->nblocks = 0;
         }
-        ids_free(sh, &w->sessions);
-        ids_free(sh, &w->users);
         free(rmaps[t]);
-        free(smaps[t]);
-        free(umaps[t]);
         sc->lines += w->lines;
         sc->null_queries += w->null_queries;
     }
-    sc->nsessions = sessions.count;
-    sc->nusers = users.count;
     return ok;
 }
 
@@ -1362,13 +1208,11 @@ static PyObject *Scanner_read(Scanner *sc, PyObject *unused) {
         w->index = t;
         w->begin = sc->offset + span * t / nw;
         w->end = t + 1 == nw ? sc->size : sc->offset + span * (t + 1) / nw;
-        /* dictionaries sized for the range (a line is rarely under 16 bytes) so that few
-         * of them grow, and never past 2^20 slots before they have to */
+        /* the dictionary sized for the range (a line is rarely under 16 bytes) so that it
+         * seldom grows, and never past 2^20 slots before it has to */
         unsigned bits = 12;
         while (bits < 20 && ((int64_t)1 << bits) < (w->end - w->begin) / 64) bits++;
-        if (!dict_init(&sc->sh, &w->raws, bits) || !ids_init(&sc->sh, &w->sessions, bits) ||
-            !ids_init(&sc->sh, &w->users, bits))
-            ok = 0;
+        if (!dict_init(&sc->sh, &w->raws, bits)) ok = 0;
     }
     if (!ok) {
         snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
@@ -1818,6 +1662,15 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
         sc->nterms = nt + 1;
         Py_END_ALLOW_THREADS
     }
+    /* from here on texts are read through q_text alone: the table, the entries and the
+     * raw strings' links go, before the strings are made and follow() needs memory */
+    free(group_of); free(kind); free(qid); free(keys); free(target);
+    bfree(sh, sc->norms.slots, ((size_t)1 << sc->norms.bits) * sizeof(uint64_t));
+    bfree(sh, sc->norms.e, sc->norms.cap * sizeof(Entry));
+    bfree(sh, sc->raw_norm, (sc->raws.count + 1) * sizeof(uint32_t));
+    sc->norms.slots = NULL;
+    sc->norms.e = NULL;
+    sc->raw_norm = NULL;
     PyObject *result = NULL;
     if (ok) {
         /* in query order, so that the string objects lie in memory in the order every later
@@ -1830,37 +1683,26 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
             if (!s) { Py_CLEAR(texts); break; }
             PyList_SET_ITEM(texts, (Py_ssize_t)q, s);
         }
-        if (texts) {
-            result = Py_BuildValue(
-                "{s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:N,s:K,s:n,s:K}",
-                "query", texts,
-                "frequency", bytes_of(freq, nq * 8),
-                "rc_n", bytes_of(rc_n, nq * 8),
-                "zero_n", bytes_of(zero_n, nq * 8),
-                "bad_ts", bytes_of(bad, nq * 8),
-                "max_ts", bytes_of(max_ts, nq * 8),
-                "pii", bytes_of(pii, nq),
-                "excluded", bytes_of(excl, nq),
-                "blank", (unsigned long long)blank,
-                "distinct_raw", (Py_ssize_t)sc->raws.count,
-                "rows", (unsigned long long)sc->lines);
+        result = texts ? Py_BuildValue("{s:N,s:K,s:n,s:K}", "query", texts,
+                                       "blank", (unsigned long long)blank,
+                                       "distinct_raw", (Py_ssize_t)sc->raws.count,
+                                       "rows", (unsigned long long)sc->lines)
+                       : NULL;
+        /* each array goes as soon as its copy is made */
+        struct { const char *name; void *p; size_t size; } arrays[] = {
+            {"frequency", freq, 8}, {"rc_n", rc_n, 8}, {"zero_n", zero_n, 8}, {"bad_ts", bad, 8},
+            {"max_ts", max_ts, 8}, {"pii", pii, 1}, {"excluded", excl, 1}};
+        for (int k = 0; k < 7; k++) {
+            PyObject *copy = result ? bytes_of(arrays[k].p, nq * arrays[k].size) : NULL;
+            free(arrays[k].p);
+            if (result && (!copy || PyDict_SetItemString(result, arrays[k].name, copy) < 0)) Py_CLEAR(result);
+            Py_XDECREF(copy);
         }
-    } else {
-        PyErr_NoMemory();
+        return result;
     }
-    free(group_of); free(kind); free(qid); free(keys); free(target);
+    PyErr_NoMemory();
     free(freq); free(rc_n); free(zero_n); free(bad); free(max_ts); free(pii); free(excl);
-    if (result) {
-        /* from here on texts are read through q_text alone: the table, the entries and
-         * the raw strings' links go, before follow() needs its memory */
-        bfree(sh, sc->norms.slots, ((size_t)1 << sc->norms.bits) * sizeof(uint64_t));
-        bfree(sh, sc->norms.e, sc->norms.cap * sizeof(Entry));
-        bfree(sh, sc->raw_norm, (sc->raws.count + 1) * sizeof(uint32_t));
-        sc->norms.slots = NULL;
-        sc->norms.e = NULL;
-        sc->raw_norm = NULL;
-    }
-    return result;
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ follow() */
@@ -1926,8 +1768,8 @@ static int similar(const Scanner *sc, uint32_t a, uint32_t b) {
     return r;
 }
 
-/* A line of a session: 12 bytes, the click in the top bit of the query id (number() keeps
- * query ids below 2^31). */
+/* A line of a session, as the walk reads it: 12 bytes, the click in the top bit of the
+ * query id (number() keeps query ids below 2^31). */
 typedef struct __attribute__((packed, aligned(4))) {
     double ts;
     uint32_t qc;
@@ -1945,88 +1787,118 @@ static int cmp_event(const void *a, const void *b) {
     return event_before(x, y) ? -1 : event_before(y, x) ? 1 : 0;
 }
 
-/* A query's counts in one walk, side by side: one cache miss per event, not five. */
+/* A line in the partition: its session (or user) hash and its event (a user's line uses
+ * only the query). */
+typedef struct __attribute__((packed, aligned(4))) {
+    uint64_t key;
+    Event ev;
+} Rec;
+
+/* A query's counts in one half of the session walk, side by side: one cache miss per
+ * event, not five. */
 typedef struct {
     uint32_t last, distinct, seq, aband, reform;
 } Tally;
 
-/* The users' walk needs only the first two. */
+/* A slot of the table that groups one bucket's lines: the key, and the group's number
+ * (sessions) or the query (users); in use when its mark is the bucket's (so the table is
+ * never cleared: each bucket has its own mark). */
 typedef struct {
-    uint32_t last, distinct;
-} Seen;
+    uint64_t key;
+    uint32_t val, mark;
+} Slot;
 
+/* Lines are grouped by session (or user) in rounds of at most this many, each round a
+ * range of buckets: the partition's memory stays bounded whatever the log's size. */
+#define ROUND_LINES ((size_t)1 << 22)
+
+/* One of the two halves of follow()'s work on one key (sessions or users): it reads half
+ * of the blocks when partitioning, and walks half of each round's buckets. */
 typedef struct {
     Scanner *sc;
+    int by_user;
+    unsigned bits;              /* buckets: the top bits of the key */
+    size_t blk_from, blk_to;    /* the blocks this half partitions */
+    uint32_t *hist;             /* per bucket: this half's lines */
+    uint32_t *pos;              /* per bucket: where this half writes next in the round */
+    size_t lo, hi;              /* the round's buckets */
+    Rec *recs;                  /* the round's lines, bucket by bucket */
+    const uint32_t *bstart;     /* bucket b's lines are recs[bstart[b - lo] ...] */
+    size_t walk_lo, walk_hi;    /* the buckets this half walks */
+    /* grouping scratch, sized for the largest bucket */
+    Slot *table;
+    size_t tsize;
+    uint32_t mark;
+    uint32_t *gid, *gstart;
+    Event *grouped;
+    /* results */
+    Tally *tally;               /* sessions */
+    uint32_t *distinct;         /* users: distinct users per query */
+    uint32_t token;             /* sessions: a number per session walked */
     double window;
-    int ok;
-    uint32_t *start;             /* group g's lines are [start[g], start[g + 1]) */
-    Event *ev;                   /* sessions: each line's event, grouped by session */
-    uint32_t *qs;                /* users: each line's query, grouped by user */
-    size_t from, to;             /* the groups this job walks */
-    Tally *tally;
-    Seen *seen;
-} Job;
+} Half;
 
-/* The first pass of a counting sort of the lines with a query by session (or user) id:
- * where each group starts; the total in start[ngroups]. */
-static uint32_t *group_starts(Scanner *sc, int by_user, size_t ngroups) {
-    uint32_t *start = calloc(ngroups + 2, sizeof(uint32_t));
-    if (!start) return NULL;
-    size_t total = 0;
-    for (size_t b = 0; b < sc->nblk; b++) {
-        const uint32_t *g = by_user ? sc->blk[b].user : sc->blk[b].sess;
-        const uint32_t *q = sc->blk[b].raw;
+static inline size_t bucket_of(uint64_t key, unsigned bits) { return (size_t)(key >> (64 - bits)); }
+
+static inline const uint64_t *keys_of(const Block *B, int by_user) { return by_user ? B->uh : B->sh; }
+
+/* This half's lines per bucket. */
+static void *part_count(void *arg) {
+    Half *h = arg;
+    for (size_t b = h->blk_from; b < h->blk_to; b++) {
+        const Block *B = &h->sc->blk[b];
+        const uint64_t *key = keys_of(B, h->by_user);
         for (uint32_t i = 0; i < BLOCK_LINES; i++)
-            if (g[i] != NONE && q[i] != NONE) start[g[i] + 1]++, total++;
+            if (key[i] && B->raw[i] != NONE) h->hist[bucket_of(key[i], h->bits)]++;
     }
-    if (total >= UINT32_MAX) { free(start); return NULL; }
-    for (size_t s = 0; s < ngroups; s++) start[s + 1] += start[s];
-    return start;
+    return NULL;
 }
 
-/* Once a block is grouped, what was copied out of it is no longer read: its arrays go at
- * once, so that the memory of the grouped copy replaces theirs (sessions and users ids are
- * numbered in order of appearance, so the copy fills in about the order the blocks go). */
-static void drop_grouped(Scanner *sc, Block *B, int by_user) {
-    if (by_user) {
-        bfree(&sc->sh, B->user, BLOCK_LINES * sizeof(uint32_t));
-        B->user = NULL;
-        return;
-    }
-    bfree(&sc->sh, B->sess, BLOCK_LINES * sizeof(uint32_t));
-    bfree(&sc->sh, B->ts, BLOCK_LINES * sizeof(double));
-    bfree(&sc->sh, B->clk, BLOCK_LINES);
-    B->sess = NULL;
-    B->ts = NULL;
-    B->clk = NULL;
-}
-
-/* The second pass writes what the walk reads (not the line's number), so that the walk
- * reads one array in order instead of three at random. */
-static int scatter(Scanner *sc, int by_user, size_t ngroups, Job *job) {
-    uint32_t *pos = malloc((ngroups + 1) * sizeof(uint32_t));
-    size_t total = job->start[ngroups];
-    if (by_user) job->qs = malloc((total + 1) * sizeof(uint32_t));
-    else job->ev = halloc((total + 1) * sizeof(Event));
-    if (!pos || (by_user ? !job->qs : !job->ev)) { free(pos); return 0; }
-    memcpy(pos, job->start, ngroups * sizeof(uint32_t));
-    for (size_t b = 0; b < sc->nblk; b++) {
-        Block *B = &sc->blk[b];
-        const uint32_t *g = by_user ? B->user : B->sess;
+/* This half's lines of the round's buckets into their places. */
+static void *part_scatter(void *arg) {
+    Half *h = arg;
+    for (size_t b = h->blk_from; b < h->blk_to; b++) {
+        const Block *B = &h->sc->blk[b];
+        const uint64_t *key = keys_of(B, h->by_user);
         for (uint32_t i = 0; i < BLOCK_LINES; i++) {
-            if (g[i] == NONE || B->raw[i] == NONE) continue;
-            uint32_t at = pos[g[i]]++;
-            if (by_user) {
-                job->qs[at] = B->raw[i];
-            } else {
-                job->ev[at].ts = B->ts[i];
-                job->ev[at].qc = B->raw[i] | (B->clk[i] ? CLICK_BIT : 0);
+            if (!key[i] || B->raw[i] == NONE) continue;
+            size_t k = bucket_of(key[i], h->bits);
+            if (k < h->lo || k >= h->hi) continue;
+            Rec *r = &h->recs[h->pos[k - h->lo]++];
+            r->key = key[i];
+            r->ev.qc = B->raw[i];
+            if (!h->by_user) {
+                r->ev.ts = B->ts[i];
+                if (B->clk[i]) r->ev.qc |= CLICK_BIT;
             }
         }
-        drop_grouped(sc, B, by_user);
     }
-    free(pos);
-    return 1;
+    return NULL;
+}
+
+/* The mask of a table of at least twice n slots for the next bucket (its mark new). */
+static size_t table_for(Half *h, size_t n) {
+    size_t size = 16;
+    while (size < 2 * n) size <<= 1;
+    if (++h->mark == 0) {  /* marks wrapped around: clear once */
+        memset(h->table, 0, h->tsize * sizeof(Slot));
+        h->mark = 1;
+    }
+    return size - 1;
+}
+
+/* Distinct users per query in one bucket: each new (user, query) pair counts once. */
+static void users_bucket(Half *h, const Rec *r, size_t n) {
+    size_t mask = table_for(h, n);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t q = r[i].ev.qc;
+        size_t s = mix(r[i].key ^ q, 0x9E3779B97F4A7C15ull) & mask;
+        for (;; s = (s + 1) & mask) {
+            Slot *x = &h->table[s];
+            if (x->mark != h->mark) { *x = (Slot){r[i].key, q, h->mark}; h->distinct[q]++; break; }
+            if (x->key == r[i].key && x->val == q) break;
+        }
+    }
 }
 
 /* A query and the next one in its session, within the window: a reformulation when they
@@ -2065,100 +1937,203 @@ static int flush_pairs(const Scanner *sc, Tally *t, const Pair *p, int n) {
     return 0;
 }
 
-/* Walk sessions [from, to): distinct sessions per query and each session in time order
- * (successors, abandonment, reformulations). */
-static void *walk_sessions(void *arg) {
-    Job *job = arg;
-    Scanner *sc = job->sc;
-    const uint32_t *start = job->start;
-    Event *all = job->ev;
-    Tally *t = job->tally;
-    size_t end = start[job->to];
+/* One session's lines: distinct sessions per query, then its events in time order
+ * (successors, abandonment, and the pairs to test for reformulation). */
+static void walk_session(Half *h, Event *ev, size_t m0, const Event *end, Pair *pairs, int *npairs) {
+    Tally *t = h->tally;
+    uint32_t token = h->token++;
+    size_t m = 0;
+    for (size_t k = 0; k < m0; k++) {
+        /* the counts of the lines ahead in the bucket, sessions are short */
+        if (ev + k + 16 < end) __builtin_prefetch(&t[EV_Q(ev[k + 16])], 1);
+        Event e = ev[k];
+        uint32_t q = EV_Q(e);
+        if (t[q].last != token) { t[q].last = token; t[q].distinct++; }
+        if (!isnan(e.ts)) ev[m++] = e;  /* the events with a time, in place */
+    }
+    if (m == 0) return;
+    if (m <= 24) {
+        for (size_t i = 1; i < m; i++) {
+            Event x = ev[i];
+            size_t j = i;
+            while (j > 0 && event_before(&x, &ev[j - 1])) { ev[j] = ev[j - 1]; j--; }
+            ev[j] = x;
+        }
+    } else {
+        qsort(ev, m, sizeof(Event), cmp_event);
+    }
+    double last_click = NAN;
+    for (size_t i = 0; i < m; i++)
+        if ((ev[i].qc & CLICK_BIT) && (isnan(last_click) || ev[i].ts > last_click))
+            last_click = ev[i].ts;
+    for (size_t i = 0; i < m; i++) {
+        uint32_t q = EV_Q(ev[i]);
+        t[q].seq++;
+        if (isnan(last_click) || last_click < ev[i].ts) t[q].aband++;
+        if (i + 1 < m) {
+            double dt = ev[i + 1].ts - ev[i].ts;
+            uint32_t next = EV_Q(ev[i + 1]);
+            if (dt > 0 && dt <= h->window && next != q) {
+                pairs[(*npairs)++] = (Pair){q, next};
+                if (*npairs == PAIRS) *npairs = flush_pairs(h->sc, t, pairs, *npairs);
+            }
+        }
+    }
+}
+
+/* The sessions of one bucket: its lines grouped by session (a table of the bucket's keys,
+ * then a counting sort), each session walked. */
+static void sessions_bucket(Half *h, const Rec *r, size_t n, Pair *pairs, int *npairs) {
+    size_t mask = table_for(h, n);
+    uint32_t groups = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t s = mix(r[i].key, 0x9E3779B97F4A7C15ull) & mask;
+        for (;; s = (s + 1) & mask) {
+            Slot *x = &h->table[s];
+            if (x->mark != h->mark) {
+                *x = (Slot){r[i].key, groups, h->mark};
+                h->gstart[++groups] = 0;
+                break;
+            }
+            if (x->key == r[i].key) break;
+        }
+        h->gid[i] = h->table[s].val;
+        h->gstart[h->gid[i] + 1]++;
+    }
+    h->gstart[0] = 0;
+    for (uint32_t g = 0; g < groups; g++) h->gstart[g + 1] += h->gstart[g];
+    for (size_t i = 0; i < n; i++) h->grouped[h->gstart[h->gid[i]]++] = r[i].ev;
+    /* gstart[g] is now where group g ends, its start where g - 1 ends */
+    for (uint32_t g = 0, from = 0; g < groups; g++) {
+        walk_session(h, h->grouped + from, h->gstart[g] - from, h->grouped + n, pairs, npairs);
+        from = h->gstart[g];
+    }
+}
+
+/* This half's buckets of the round. */
+static void *part_walk(void *arg) {
+    Half *h = arg;
     Pair pairs[PAIRS];
     int npairs = 0;
-    for (size_t s = job->from; s < job->to; s++) {
-        uint32_t a = start[s], z = start[s + 1];
-        Event *ev = all + a;
-        size_t m = 0;
-        for (uint32_t k = a; k < z; k++) {
-            if (k + 16 < end) __builtin_prefetch(&t[EV_Q(all[k + 16])], 1);
-            Event e = all[k];
-            uint32_t q = EV_Q(e);
-            if (t[q].last != (uint32_t)s) { t[q].last = (uint32_t)s; t[q].distinct++; }
-            if (!isnan(e.ts)) ev[m++] = e;  /* the events with a time, in place */
-        }
-        if (m == 0) continue;
-        if (m <= 24) {
-            for (size_t i = 1; i < m; i++) {
-                Event x = ev[i];
-                size_t j = i;
-                while (j > 0 && event_before(&x, &ev[j - 1])) { ev[j] = ev[j - 1]; j--; }
-                ev[j] = x;
-            }
-        } else {
-            qsort(ev, m, sizeof(Event), cmp_event);
-        }
-        double last_click = NAN;
-        for (size_t i = 0; i < m; i++)
-            if ((ev[i].qc & CLICK_BIT) && (isnan(last_click) || ev[i].ts > last_click))
-                last_click = ev[i].ts;
-        for (size_t i = 0; i < m; i++) {
-            uint32_t q = EV_Q(ev[i]);
-            t[q].seq++;
-            if (isnan(last_click) || last_click < ev[i].ts) t[q].aband++;
-            if (i + 1 < m) {
-                double dt = ev[i + 1].ts - ev[i].ts;
-                uint32_t next = EV_Q(ev[i + 1]);
-                if (dt > 0 && dt <= job->window && next != q) {
-                    pairs[npairs++] = (Pair){q, next};
-                    if (npairs == PAIRS) npairs = flush_pairs(sc, t, pairs, npairs);
-                }
-            }
-        }
+    for (size_t k = h->walk_lo; k < h->walk_hi; k++) {
+        const Rec *r = h->recs + h->bstart[k - h->lo];
+        size_t n = h->bstart[k - h->lo + 1] - h->bstart[k - h->lo];
+        if (!n) continue;
+        if (h->by_user) users_bucket(h, r, n);
+        else sessions_bucket(h, r, n, pairs, &npairs);
     }
-    flush_pairs(sc, t, pairs, npairs);
-    job->ok = 1;
+    flush_pairs(h->sc, h->tally, pairs, npairs);
     return NULL;
 }
 
-/* The users' job whole: group the lines' queries by user, then count distinct users per
- * query. */
-static void *job_users(void *arg) {
-    Job *job = arg;
-    Scanner *sc = job->sc;
-    job->ok = 0;
-    size_t nu = sc->nusers;
-    job->start = group_starts(sc, 1, nu);
-    if (!job->start || !scatter(sc, 1, nu, job)) return NULL;
-    const uint32_t *start = job->start, *qs = job->qs;
-    Seen *seen = job->seen;
-    size_t end = start[nu];
-    for (size_t u = 0; u < nu; u++) {
-        for (uint32_t k = start[u]; k < start[u + 1]; k++) {
-            if (k + 16 < end) __builtin_prefetch(&seen[qs[k + 16]], 1);
-            uint32_t q = qs[k];
-            if (seen[q].last != (uint32_t)u) { seen[q].last = (uint32_t)u; seen[q].distinct++; }
+/* Once grouped, the lines' keys (and, for sessions, times and clicks) go. */
+static void drop_keys(Scanner *sc, int by_user) {
+    for (size_t b = 0; b < sc->nblk; b++) {
+        Block *B = &sc->blk[b];
+        if (by_user) {
+            bfree(&sc->sh, B->uh, BLOCK_LINES * sizeof(uint64_t));
+            B->uh = NULL;
+            continue;
         }
+        bfree(&sc->sh, B->sh, BLOCK_LINES * sizeof(uint64_t));
+        bfree(&sc->sh, B->ts, BLOCK_LINES * sizeof(double));
+        bfree(&sc->sh, B->clk, BLOCK_LINES);
+        B->sh = NULL;
+        B->ts = NULL;
+        B->clk = NULL;
     }
-    job->ok = 1;
-    return NULL;
 }
 
-/* Run a(x) here and b(y) on a second thread (or after, with one thread). */
-static void both(Scanner *sc, void *(*a)(void *), void *x, void *(*b)(void *), void *y) {
-    pthread_t th;
-    int threaded = sc->nthreads > 1 && pthread_create(&th, NULL, b, y) == 0;
-    a(x);
-    if (threaded) pthread_join(th, NULL);
-    else b(y);
-}
-
-static void *group_sessions(void *arg) {
-    Job *job = arg;
-    Scanner *sc = job->sc;
-    job->start = group_starts(sc, 0, sc->nsessions);
-    job->ok = job->start && scatter(sc, 0, sc->nsessions, job);
-    return NULL;
+/* Partition the lines with a query and a key by the key's top bits (both halves count,
+ * then each round scatters its buckets and the halves walk half of them each); 0 when
+ * memory ran out. */
+static int group_by(Scanner *sc, int by_user, Half halves[2]) {
+    size_t nblk = sc->nblk, lines = sc->nblk * (size_t)BLOCK_LINES;
+    unsigned bits = 1;
+    while (bits < 16 && (lines >> bits) > 2048) bits++;
+    size_t nb = (size_t)1 << bits;
+    int ok = 1;
+    for (int k = 0; k < 2; k++) {
+        Half *h = &halves[k];
+        h->sc = sc;
+        h->by_user = by_user;
+        h->bits = bits;
+        h->blk_from = k ? nblk / 2 : 0;
+        h->blk_to = k ? nblk : nblk / 2;
+        h->hist = calloc(nb, sizeof(uint32_t));
+        h->pos = malloc((nb + 1) * sizeof(uint32_t));
+        ok &= h->hist && h->pos;
+    }
+    uint32_t *bstart = malloc((nb + 1) * sizeof(uint32_t));
+    if (!ok || !bstart) goto done;
+    run_two(sc->nthreads, part_count, &halves[0], part_count, &halves[1]);
+    size_t largest = 0, total = 0;
+    for (size_t k = 0; k < nb; k++) {
+        size_t n = (size_t)halves[0].hist[k] + halves[1].hist[k];
+        if (n > largest) largest = n;
+        total += n;
+    }
+    if (total >= UINT32_MAX - 1) { ok = 0; goto done; }
+    size_t round_cap = largest > ROUND_LINES ? largest : ROUND_LINES;
+    if (round_cap > total) round_cap = total;
+    Rec *recs = halloc((round_cap + 1) * sizeof(Rec));
+    size_t tsize = 16;
+    while (tsize < 2 * largest) tsize <<= 1;
+    for (int k = 0; k < 2 && recs; k++) {
+        Half *h = &halves[k];
+        h->recs = recs;
+        h->bstart = bstart;
+        h->table = halloc(tsize * sizeof(Slot));
+        h->tsize = tsize;
+        h->mark = 0;
+        if (h->table) memset(h->table, 0, tsize * sizeof(Slot));
+        h->gid = malloc((largest + 1) * sizeof(uint32_t));
+        h->gstart = malloc((largest + 2) * sizeof(uint32_t));
+        h->grouped = malloc((largest + 1) * sizeof(Event));
+        ok &= h->table && h->gid && h->gstart && h->grouped;
+    }
+    ok &= recs != NULL;
+    for (size_t lo = 0; ok && lo < nb;) {
+        /* the round: buckets [lo, hi) with at most round_cap lines */
+        size_t hi = lo, n = 0;
+        while (hi < nb && n + halves[0].hist[hi] + halves[1].hist[hi] <= round_cap) {
+            bstart[hi - lo] = (uint32_t)n;
+            halves[0].pos[hi - lo] = (uint32_t)n;
+            halves[1].pos[hi - lo] = (uint32_t)(n + halves[0].hist[hi]);
+            n += (size_t)halves[0].hist[hi] + halves[1].hist[hi];
+            hi++;
+        }
+        bstart[hi - lo] = (uint32_t)n;
+        size_t mid = lo;
+        while (mid < hi && bstart[mid - lo] < n / 2) mid++;
+        for (int k = 0; k < 2; k++) {
+            halves[k].lo = lo;
+            halves[k].hi = hi;
+        }
+        halves[0].walk_lo = lo;
+        halves[0].walk_hi = halves[1].walk_lo = mid;
+        halves[1].walk_hi = hi;
+        run_two(sc->nthreads, part_scatter, &halves[0], part_scatter, &halves[1]);
+        run_two(sc->nthreads, part_walk, &halves[0], part_walk, &halves[1]);
+        lo = hi;
+    }
+    for (int k = 0; k < 2; k++) {
+        Half *h = &halves[k];
+        hfree(h->table, tsize * sizeof(Slot));
+        free(h->gid);
+        free(h->gstart);
+        free(h->grouped);
+    }
+    hfree(recs, (round_cap + 1) * sizeof(Rec));
+done:
+    for (int k = 0; k < 2; k++) {
+        free(halves[k].hist);
+        free(halves[k].pos);
+        halves[k].hist = halves[k].pos = NULL;
+    }
+    free(bstart);
+    if (ok) drop_keys(sc, by_user);
+    return ok;
 }
 
 /* follow(window): per query, distinct sessions and users, sequenced events, abandoned
@@ -2169,40 +2144,20 @@ static PyObject *Scanner_follow(Scanner *sc, PyObject *args) {
     if (sc->stage != 4) return PyErr_Format(PyExc_RuntimeError, "follow() runs after number()");
     sc->stage = 5;
     size_t nq = sc->nq;
-    /* the sessions' tallies twice (each half of the sessions its own), the users' once */
+    malloc_trim(0);
+    /* each half its own counts, added up at the end */
     Tally *tallies[2] = {malloc((nq + 1) * sizeof(Tally)), malloc((nq + 1) * sizeof(Tally))};
-    Seen *seen = malloc((nq + 1) * sizeof(Seen));
-    int ok = tallies[0] && tallies[1] && seen;
-    for (size_t q = 0; ok && q < nq; q++) {
-        tallies[0][q] = tallies[1][q] = (Tally){NONE, 0, 0, 0, 0};
-        seen[q] = (Seen){NONE, 0};
-    }
-    Job first = {.sc = sc, .window = window, .tally = tallies[0]};
-    Job second = {.sc = sc, .window = window, .tally = tallies[1]};
-    Job users = {.sc = sc, .seen = seen};
+    uint32_t *distinct[2] = {calloc(nq + 1, sizeof(uint32_t)), calloc(nq + 1, sizeof(uint32_t))};
+    int ok = tallies[0] && tallies[1] && distinct[0] && distinct[1];
+    for (size_t q = 0; ok && q < nq; q++) tallies[0][q] = tallies[1][q] = (Tally){NONE, 0, 0, 0, 0};
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
-        /* the sessions' counting sort beside the users' whole job (the shorter two), then
-         * the session walk (the longest) in two halves with as many lines each */
-        both(sc, group_sessions, &first, job_users, &users);
-        if (first.ok) {
-            size_t ns = sc->nsessions, half = first.start[ns] / 2, mid = 0;
-            while (mid < ns && first.start[mid] < half) mid++;
-            second.ev = first.ev;
-            second.start = first.start;
-            first.from = 0;
-            first.to = mid;
-            second.from = mid;
-            second.to = ns;
-            first.ok = 0;
-            both(sc, walk_sessions, &first, walk_sessions, &second);
-        }
-        if (first.ev) hfree(first.ev, (first.start[sc->nsessions] + 1) * sizeof(Event));
-        free(first.start);
-        free(users.start);
-        free(users.qs);
+        /* users first: their keys go before the sessions' round needs memory */
+        Half users[2] = {{.distinct = distinct[0]}, {.distinct = distinct[1]}};
+        Half sessions[2] = {{.tally = tallies[0], .window = window},
+                            {.tally = tallies[1], .window = window}};
+        ok = group_by(sc, 1, users) && group_by(sc, 0, sessions);
         Py_END_ALLOW_THREADS
-        ok = first.ok && second.ok && users.ok;
     }
     PyObject *result = NULL;
     uint32_t *out[5];
@@ -2211,7 +2166,7 @@ static PyObject *Scanner_follow(Scanner *sc, PyObject *args) {
         for (size_t q = 0; q < nq; q++) {
             const Tally *x = &tallies[0][q], *y = &tallies[1][q];
             out[0][q] = x->distinct + y->distinct;  /* a session is in one half only */
-            out[1][q] = seen[q].distinct;
+            out[1][q] = distinct[0][q] + distinct[1][q];
             out[2][q] = x->seq + y->seq;
             out[3][q] = x->aband + y->aband;
             out[4][q] = x->reform + y->reform;
@@ -2226,9 +2181,10 @@ static PyObject *Scanner_follow(Scanner *sc, PyObject *args) {
         PyErr_NoMemory();
     }
     for (int k = 0; k < 5; k++) free(out[k]);
-    free(tallies[0]);
-    free(tallies[1]);
-    free(seen);
+    for (int k = 0; k < 2; k++) {
+        free(tallies[k]);
+        free(distinct[k]);
+    }
     return result;
 }
 
@@ -2240,8 +2196,6 @@ static void scanner_release(Scanner *sc) {
         Worker *w = &sc->workers[t];
         if (!w->sc) continue;
         dict_free(sh, &w->raws);
-        ids_free(sh, &w->sessions);
-        ids_free(sh, &w->users);
         for (size_t b = 0; b < w->nblocks; b++) free_block(sh, &w->blocks[b]);
         free(w->blocks);
         w->blocks = NULL;
