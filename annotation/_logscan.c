@@ -1707,26 +1707,35 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
 
 /* ------------------------------------------------------------------ follow() */
 
-/* Whether the Levenshtein distance of code points a[0:la] and b[0:lb] is at most bound. */
+/* Whether the Levenshtein distance of code points a[0:la] and b[0:lb] is at most bound
+ * (0 to 2). A common prefix and suffix change no distance and go first; then only the
+ * cells within bound of the diagonal are computed (any other is further than bound). */
 static int lev_within(const uint32_t *a, size_t la, const uint32_t *b, size_t lb, int bound) {
-    size_t row_bytes = (lb + 1) * sizeof(int);
+    while (la && lb && a[0] == b[0]) { a++; b++; la--; lb--; }
+    while (la && lb && a[la - 1] == b[lb - 1]) { la--; lb--; }
+    if (la == 0 || lb == 0) return (la > lb ? la : lb) <= (size_t)bound;
+    if ((la > lb ? la - lb : lb - la) > (size_t)bound) return 0;
+    const int far = bound + 1;  /* any distance past the bound */
     int stack_prev[130], stack_cur[130];
-    int *prev = lb < 129 ? stack_prev : malloc(row_bytes);
-    int *cur = lb < 129 ? stack_cur : malloc(row_bytes);
+    int *prev = lb < 129 ? stack_prev : malloc((lb + 2) * sizeof(int));
+    int *cur = lb < 129 ? stack_cur : malloc((lb + 2) * sizeof(int));
     int result = 0;
     if (!prev || !cur) goto done;
-    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+    for (size_t j = 0; j <= lb; j++) prev[j] = j <= (size_t)bound ? (int)j : far;
     for (size_t i = 1; i <= la; i++) {
-        cur[0] = (int)i;
-        int best = cur[0];
-        for (size_t j = 1; j <= lb; j++) {
-            int cost = a[i - 1] != b[j - 1];
-            int v = prev[j - 1] + cost;
+        size_t lo = i > (size_t)bound ? i - bound : 1;
+        size_t hi = i + bound < lb ? i + bound : lb;
+        cur[lo - 1] = lo == 1 && i <= (size_t)bound ? (int)i : far;
+        int best = far;
+        for (size_t j = lo; j <= hi; j++) {
+            int v = prev[j - 1] + (a[i - 1] != b[j - 1]);
             if (prev[j] + 1 < v) v = prev[j] + 1;
             if (cur[j - 1] + 1 < v) v = cur[j - 1] + 1;
+            if (v > far) v = far;
             cur[j] = v;
             if (v < best) best = v;
         }
+        if (hi < lb) cur[hi + 1] = far;  /* the next row's right edge reads it */
         if (best > bound) goto done;
         int *t = prev; prev = cur; cur = t;
     }
@@ -2146,7 +2155,7 @@ static PyObject *Scanner_follow(Scanner *sc, PyObject *args) {
     size_t nq = sc->nq;
     malloc_trim(0);
     /* each half its own counts, added up at the end */
-    Tally *tallies[2] = {malloc((nq + 1) * sizeof(Tally)), malloc((nq + 1) * sizeof(Tally))};
+    Tally *tallies[2] = {halloc((nq + 1) * sizeof(Tally)), halloc((nq + 1) * sizeof(Tally))};
     uint32_t *distinct[2] = {calloc(nq + 1, sizeof(uint32_t)), calloc(nq + 1, sizeof(uint32_t))};
     int ok = tallies[0] && tallies[1] && distinct[0] && distinct[1];
     for (size_t q = 0; ok && q < nq; q++) tallies[0][q] = tallies[1][q] = (Tally){NONE, 0, 0, 0, 0};
@@ -2182,7 +2191,7 @@ static PyObject *Scanner_follow(Scanner *sc, PyObject *args) {
     }
     for (int k = 0; k < 5; k++) free(out[k]);
     for (int k = 0; k < 2; k++) {
-        free(tallies[k]);
+        hfree(tallies[k], (nq + 1) * sizeof(Tally));
         free(distinct[k]);
     }
     return result;
