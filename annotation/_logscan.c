@@ -18,7 +18,8 @@
  *   read()      parse the file on N threads: per line the raw query (an id in a dictionary
  *               of distinct strings), the hashes of its session and user ids, time and
  *               click; per raw string the sums of its lines;
- *   foreign()   normalise the ASCII raw strings here; return the others for Python;
+ *   foreign()   the raw strings past ASCII, for Python to normalise while ascii()
+ *               normalises the others here;
  *   set_norms() the normalised texts of those (raw strings are grouped by normalised text
  *               as they come in);
  *   screen()    the texts the privacy screen must see (those with a digit, "@" or "=");
@@ -615,6 +616,8 @@ struct Scanner {
     Dict norms;                /* distinct normalised texts; e[].n etc. summed */
     uint32_t *raw_norm;        /* raw id -> norm id */
     uint8_t *foreign;          /* raw id -> 1 when Python normalises it */
+    int casefold, collapse;    /* the normalisation ascii() does */
+    int ascii_done;
     /* after number() */
     size_t nq;
     QText *q_text;             /* query id -> its text in the norms arena */
@@ -1306,11 +1309,15 @@ static int add_norms(Scanner *sc, const NormItem *items, int count, const uint8_
     return 1;
 }
 
+/* foreign(casefold, collapse): the raw strings past ASCII, [(raw id, text)], for Python to
+ * normalise; ascii() normalises the others meanwhile. */
 static PyObject *Scanner_foreign(Scanner *sc, PyObject *args) {
     int casefold, collapse;
     if (!PyArg_ParseTuple(args, "pp", &casefold, &collapse)) return NULL;
     if (sc->stage != 1) return PyErr_Format(PyExc_RuntimeError, "foreign() runs after read()");
     sc->stage = 2;
+    sc->casefold = casefold;
+    sc->collapse = collapse;
     size_t nr = sc->raws.count;
     sc->raw_norm = bmalloc(&sc->sh, (nr + 1) * sizeof(uint32_t));
     sc->foreign = bcalloc(&sc->sh, nr + 1, 1);
@@ -1321,6 +1328,36 @@ static PyObject *Scanner_foreign(Scanner *sc, PyObject *args) {
         return unsupported(sc, -1);
     }
     size_t nforeign = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t r = 0; r < nr; r++) {
+        Entry *e = &sc->raws.e[r];
+        const uint8_t *p = sc->raws.arena + e->off;
+        int high = 0;
+        for (uint32_t k = 0; k < e->len; k++) high |= p[k] & 0x80;
+        sc->foreign[r] = high != 0;
+        sc->raw_norm[r] = NONE;
+        nforeign += high != 0;
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *list = PyList_New((Py_ssize_t)nforeign);
+    if (!list) return NULL;
+    Py_ssize_t k = 0;
+    for (size_t r = 0; r < nr; r++) {
+        if (!sc->foreign[r]) continue;
+        Entry *e = &sc->raws.e[r];
+        PyObject *item = Py_BuildValue("(ns#)", (Py_ssize_t)r, (const char *)sc->raws.arena + e->off, (Py_ssize_t)e->len);
+        if (!item) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, k++, item);
+    }
+    return list;
+}
+
+/* ascii(): the ASCII raw strings normalised here, in batches, without the GIL (Python
+ * normalises the foreign ones meanwhile; nothing else may run on the scanner then). */
+static PyObject *Scanner_ascii(Scanner *sc, PyObject *unused) {
+    if (sc->stage != 2 || sc->ascii_done) return PyErr_Format(PyExc_RuntimeError, "ascii() runs once, after foreign()");
+    sc->ascii_done = 1;
+    size_t nr = sc->raws.count;
     int ok = 1;
     Py_BEGIN_ALLOW_THREADS
     uint8_t *buf = NULL;
@@ -1328,11 +1365,9 @@ static PyObject *Scanner_foreign(Scanner *sc, PyObject *args) {
     NormItem batch[NORM_BATCH];
     int count = 0;
     for (size_t r = 0; r < nr && ok; r++) {
+        if (sc->foreign[r]) continue;
         Entry *e = &sc->raws.e[r];
         const uint8_t *p = sc->raws.arena + e->off;
-        int high = 0;
-        for (uint32_t k = 0; k < e->len; k++) high |= p[k] & 0x80;
-        if (high) { sc->foreign[r] = 1; sc->raw_norm[r] = NONE; nforeign++; continue; }
         if (cap < used + e->len + 1) {
             cap = (used + e->len) * 2 + 4096;
             uint8_t *more = realloc(buf, cap);
@@ -1342,7 +1377,7 @@ static PyObject *Scanner_foreign(Scanner *sc, PyObject *args) {
         NormItem *it = &batch[count++];
         it->raw = (uint32_t)r;
         it->at = used;
-        it->len = (uint32_t)normalise_ascii(p, e->len, buf + used, casefold, collapse);
+        it->len = (uint32_t)normalise_ascii(p, e->len, buf + used, sc->casefold, sc->collapse);
         it->h = hash_pair(buf + used, it->len, &it->h2);
         used += it->len;
         if (count == NORM_BATCH) {
@@ -1358,17 +1393,7 @@ static PyObject *Scanner_foreign(Scanner *sc, PyObject *args) {
         snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
         return unsupported(sc, -1);
     }
-    PyObject *list = PyList_New((Py_ssize_t)nforeign);
-    if (!list) return NULL;
-    Py_ssize_t k = 0;
-    for (size_t r = 0; r < nr; r++) {
-        if (!sc->foreign[r]) continue;
-        Entry *e = &sc->raws.e[r];
-        PyObject *item = Py_BuildValue("(ns#)", (Py_ssize_t)r, (const char *)sc->raws.arena + e->off, (Py_ssize_t)e->len);
-        if (!item) { Py_DECREF(list); return NULL; }
-        PyList_SET_ITEM(list, k++, item);
-    }
-    return list;
+    Py_RETURN_NONE;
 }
 
 /* set_norms([(raw id, normalised text), ...]) for the strings foreign() returned. */
@@ -1400,7 +1425,7 @@ static PyObject *Scanner_set_norms(Scanner *sc, PyObject *items) {
 /* The normalised texts the privacy screen must see: [(norm id, text, lines)]. Every
  * pattern of annotation/sampling_text.py needs a digit, "@" or "=". */
 static PyObject *Scanner_screen(Scanner *sc, PyObject *unused) {
-    if (sc->stage != 2) return PyErr_Format(PyExc_RuntimeError, "screen() runs after set_norms()");
+    if (sc->stage != 2 || !sc->ascii_done) return PyErr_Format(PyExc_RuntimeError, "screen() runs after ascii() and set_norms()");
     for (size_t r = 0; r < sc->raws.count; r++)
         if (sc->foreign[r]) return PyErr_Format(PyExc_RuntimeError, "raw %zu was not normalised", r);
     sc->stage = 3;
@@ -2310,7 +2335,8 @@ static PyObject *Scanner_get_peak(Scanner *sc, void *closure) {
 
 static PyMethodDef Scanner_methods[] = {
     {"read", (PyCFunction)Scanner_read, METH_NOARGS, "Parse the file (releases the GIL)."},
-    {"foreign", (PyCFunction)Scanner_foreign, METH_VARARGS, "Normalise ASCII; return the rest."},
+    {"foreign", (PyCFunction)Scanner_foreign, METH_VARARGS, "The raw strings past ASCII."},
+    {"ascii", (PyCFunction)Scanner_ascii, METH_NOARGS, "Normalise the ASCII raw strings."},
     {"set_norms", (PyCFunction)Scanner_set_norms, METH_O, "Normalised texts of foreign strings."},
     {"screen", (PyCFunction)Scanner_screen, METH_NOARGS, "Texts the privacy screen must see."},
     {"number", (PyCFunction)Scanner_number, METH_VARARGS, "Queries in text order, with sums."},

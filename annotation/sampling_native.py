@@ -134,6 +134,9 @@ def read_native(
     )
     try:
         numbered, followed, pii, typical = _phases(source, scanner, rule, report, window_for)
+    except _logscan.Unsupported as error:  # a later phase ran out of its memory
+        why, at = error.args
+        raise Unsupported(_where(source, why, at)) from None
     finally:
         # The tables (hundreds of MB for a large log) go now, before the result is built.
         scanner.close()
@@ -164,7 +167,10 @@ def _phases(
     normalisation = rule.normalisation
     foreign = scanner.foreign(normalisation.casefold, normalisation.collapse_whitespace)
     report(0.64, "normalising and screening queries")
-    normalised = normalise_many([text for _, text in foreign], normalisation)
+    # the ASCII strings are normalised in C, without the GIL, while Python does the others
+    normalised = _beside(
+        scanner.ascii, lambda: normalise_many([text for _, text in foreign], normalisation)
+    )
     scanner.set_norms([(raw, text) for (raw, _), text in zip(foreign, normalised, strict=True)])
     flagged, pii = _screen(scanner.screen())
     report(0.70, "numbering queries")
@@ -298,6 +304,28 @@ def _rate(count: np.ndarray, total: np.ndarray, available: bool) -> np.ndarray:
         some = total > 0
         out[some] = count[some].astype(np.float64) / total[some].astype(np.float64)
     return out
+
+
+def _beside(background: Callable[[], Any], work: Callable[[], Any]) -> Any:
+    """``work()`` here while ``background()`` (which releases the GIL) runs on a thread;
+    both finish before this returns, and the background's error is raised first."""
+    outcome: dict[str, BaseException] = {}
+
+    def target() -> None:
+        try:
+            background()
+        except BaseException as error:  # re-raised on the calling thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, name="assay-log-ascii", daemon=True)
+    thread.start()
+    try:
+        result = work()
+    finally:
+        thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return result
 
 
 def _in_thread(

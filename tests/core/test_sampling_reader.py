@@ -61,6 +61,39 @@ def test_past_its_memory_limit_the_log_goes_to_duckdb_with_the_same_result(tmp_p
         np.testing.assert_array_equal(getattr(small, name), getattr(native, name))
 
 
+def test_a_limit_reached_after_reading_also_gives_way_to_duckdb(tmp_path: Path) -> None:
+    """Memory can run out after the file is read (the normalised texts' table, the
+    numbering): the log then goes to DuckDB as well, never to an error."""
+    rng = random.Random(3)
+    rows = ["query,timestamp,session_id,user_id,result_count,clicked"]
+    for i in range(20_000):
+        terms = rng.choices(["red", "blue", "shoe", "caf\u00e9", f"x{rng.randrange(9000)}"], k=3)
+        rows.append(
+            f"{' '.join(terms)},2025-01-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z,"
+            f"s{i // 3},u{rng.randrange(500)},{rng.randrange(5)},{rng.randrange(2)}"
+        )
+    path = write(tmp_path, "\n".join(rows) + "\n")
+    expected = ingest_log(path, engine=EngineSettings(reader="duckdb"))
+
+    def reader_at(kib: int) -> tuple[str, str]:
+        stats = ingest_log(path, engine=EngineSettings(native_memory_limit=f"{kib}KiB"))
+        assert stats.report is not None
+        for name in ("query", "frequency", "sessions", "users"):
+            assert list(getattr(stats, name)) == list(getattr(expected, name)), (kib, name)
+        np.testing.assert_array_equal(stats.reformulation_rate, expected.reformulation_rate)
+        return stats.report.reader, stats.report.reader_note
+
+    # the smallest limit the compiled reader works within, to 64 KiB
+    low, high = 1024, 256 * 1024
+    assert reader_at(high)[0] == "native"
+    while high - low > 64:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reader_at(middle)[0] == "native" else (middle, high)
+    notes = [reader_at(kib)[1] for kib in range(high - 64, high - 4096, -512)]
+    after_reading = [note for note in notes if "memory limit" in note and "line " not in note]
+    assert after_reading, notes
+
+
 def test_an_irregular_line_names_where_the_compiled_reader_gave_way(tmp_path: Path) -> None:
     path = write(tmp_path, LOG + "green,2025-01-01T00:12:00Z,s3,u3,1,1,extra\n")
     stats = ingest_log(path)
