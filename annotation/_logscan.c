@@ -1488,7 +1488,7 @@ static int sort_texts(SortKey *keys, size_t n, const Dict *d) {
         int shift = pass * 8;
         size_t count[257] = {0};
         for (size_t i = 0; i < n; i++) count[((src[i].key >> shift) & 0xff) + 1]++;
-        if (count[1 + ((src[0].key >> shift) & 0xff)] == n && n) continue;  /* one bucket */
+        if (n && count[1 + ((src[0].key >> shift) & 0xff)] == n) continue;  /* one bucket */
         for (int b = 0; b < 256; b++) count[b + 1] += count[b];
         for (size_t i = 0; i < n; i++) dst[count[(src[i].key >> shift) & 0xff]++] = src[i];
         SortKey *t = src; src = dst; dst = t;
@@ -1502,6 +1502,43 @@ static int sort_texts(SortKey *keys, size_t n, const Dict *d) {
         i = j;
     }
     return 1;
+}
+
+typedef struct {
+    SortKey *keys;
+    size_t n;
+    const Dict *d;
+    int ok;
+} SortJob;
+
+static void *sort_job(void *arg) {
+    SortJob *job = arg;
+    job->ok = sort_texts(job->keys, job->n, job->d);
+    return NULL;
+}
+
+/* sort_texts on two threads: the keys split by their first byte into two runs of about
+ * equal size (every key of the first run sorts before every key of the second). */
+static int sort_texts_two(SortKey *keys, size_t n, const Dict *d, int threads) {
+    if (threads < 2 || n < 4096) return sort_texts(keys, n, d);
+    size_t count[257] = {0};
+    for (size_t i = 0; i < n; i++) count[(keys[i].key >> 56) + 1]++;
+    for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+    int split = 0;
+    while (split < 256 && count[split + 1] <= n / 2) split++;
+    size_t first = count[split];  /* keys whose first byte is below split */
+    SortKey *tmp = malloc(n * sizeof(SortKey));
+    if (!tmp) return 0;
+    size_t lo = 0, hi = first;
+    for (size_t i = 0; i < n; i++) {
+        if ((keys[i].key >> 56) < (uint64_t)split) tmp[lo++] = keys[i];
+        else tmp[hi++] = keys[i];
+    }
+    SortJob a = {tmp, first, d, 0}, b = {tmp + first, n - first, d, 0};
+    run_two(threads, sort_job, &a, sort_job, &b);
+    if (a.ok && b.ok) memcpy(keys, tmp, n * sizeof(SortKey));
+    free(tmp);
+    return a.ok && b.ok;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -1627,7 +1664,7 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
         }
         /* below 2^31: follow() keeps a click in an event's top bit (tables of so many
          * queries would pass any memory limit long before) */
-        ok = nq < 0x80000000u && sort_texts(keys, nq, &sc->norms);
+        ok = nq < 0x80000000u && sort_texts_two(keys, nq, &sc->norms, sc->nthreads);
         for (size_t i = 0; i < nn; i++) qid[i] = NONE;
         for (size_t q = 0; ok && q < nq; q++) qid[keys[q].ent] = (uint32_t)q;
         Py_END_ALLOW_THREADS
@@ -1704,7 +1741,14 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
         for (size_t q = 0; texts && q < nq; q++) {
             if (q + 8 < nq) __builtin_prefetch(sc->norms.arena + sc->q_text[q + 8].off);
             const QText *e = &sc->q_text[q];
-            PyObject *s = PyUnicode_DecodeUTF8((const char *)sc->norms.arena + e->off, e->len, "strict");
+            const char *text = (const char *)sc->norms.arena + e->off;
+            PyObject *s;
+            if (sc->q_chars[q] == e->len) {  /* ASCII: copied, no decoding */
+                s = PyUnicode_New(e->len, 127);
+                if (s) memcpy(PyUnicode_DATA(s), text, e->len);
+            } else {
+                s = PyUnicode_DecodeUTF8(text, e->len, "strict");
+            }
             if (!s) { Py_CLEAR(texts); break; }
             PyList_SET_ITEM(texts, (Py_ssize_t)q, s);
         }
