@@ -617,6 +617,7 @@ struct Scanner {
     uint32_t *raw_norm;        /* raw id -> norm id */
     uint8_t *foreign;          /* raw id -> 1 when Python normalises it */
     int casefold, collapse;    /* the normalisation ascii() does */
+    size_t round_lines;        /* follow()'s round size (tests make it small) */
     int ascii_done;
     /* after number() */
     size_t nq;
@@ -2152,7 +2153,7 @@ static int group_by(Scanner *sc, int by_user, Half halves[2]) {
         total += n;
     }
     if (total >= UINT32_MAX - 1) { ok = 0; goto done; }
-    size_t round_cap = largest > ROUND_LINES ? largest : ROUND_LINES;
+    size_t round_cap = largest > sc->round_lines ? largest : sc->round_lines;
     if (round_cap > total) round_cap = total;
     Rec *recs = halloc((round_cap + 1) * sizeof(Rec));
     size_t tsize = 16;
@@ -2307,22 +2308,22 @@ static void Scanner_dealloc(Scanner *sc) {
 
 static int Scanner_init(Scanner *sc, PyObject *args, PyObject *kw) {
     static char *names[] = {"path", "offset", "delimiter", "quoted", "ncols", "columns",
-                            "ts_mode", "click_mode", "threads", "budget", NULL};
+                            "ts_mode", "click_mode", "threads", "budget", "round_lines", NULL};
     PyObject *path_obj;
-    long long offset, budget;
+    long long offset, budget, round_lines = (long long)ROUND_LINES;
     int delimiter, quoted, ncols, ts_mode, click_mode, threads;
     PyObject *columns;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&LCpiOiiiL", names, PyUnicode_FSConverter, &path_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&LCpiOiiiL|L", names, PyUnicode_FSConverter, &path_obj,
                                      &offset, &delimiter, &quoted, &ncols, &columns, &ts_mode,
-                                     &click_mode, &threads, &budget))
+                                     &click_mode, &threads, &budget, &round_lines))
         return -1;
     const char *path = PyBytes_AS_STRING(path_obj);
     sc->path = PyMem_Malloc(strlen(path) + 1);
     if (!sc->path) { Py_DECREF(path_obj); PyErr_NoMemory(); return -1; }
     strcpy(sc->path, path);
     Py_DECREF(path_obj);
-    if (delimiter > 127 || ncols < 1 || ncols > MAX_COLUMNS || threads < 1) {
-        PyErr_SetString(PyExc_ValueError, "bad dialect, column count or thread count");
+    if (delimiter > 127 || ncols < 1 || ncols > MAX_COLUMNS || threads < 1 || round_lines < 1) {
+        PyErr_SetString(PyExc_ValueError, "bad dialect, column count, thread count or round size");
         return -1;
     }
     sc->delimiter = (uint8_t)delimiter;
@@ -2333,6 +2334,7 @@ static int Scanner_init(Scanner *sc, PyObject *args, PyObject *kw) {
     sc->click_mode = click_mode;
     sc->nthreads = threads > MAX_THREADS ? MAX_THREADS : threads;
     sc->sh.budget = (size_t)budget;
+    sc->round_lines = (size_t)round_lines;
     if (!PyArg_ParseTuple(columns, "iiiiii", &sc->col[F_QUERY], &sc->col[F_TS], &sc->col[F_SESSION],
                           &sc->col[F_USER], &sc->col[F_RC], &sc->col[F_CLICK]))
         return -1;

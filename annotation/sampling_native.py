@@ -56,6 +56,9 @@ _KIND_RANK = {kind: rank for rank, kind in enumerate(sorted(PII_KINDS), start=1)
 _KINDS_BY_RANK = np.array([None, *sorted(PII_KINDS)], dtype=object)
 _HEAD_BYTES = 1 << 20
 _MAX_COLUMNS = 256  # as the C source allows
+# Lines grouped per round when following sessions and users (None: the C default, 2^22);
+# tests make it small so that small logs take several rounds.
+_ROUND_LINES: int | None = None
 
 Progress = Callable[[float, str], None]
 
@@ -131,6 +134,7 @@ def read_native(
         else _CLICK_TEXT,
         threads,
         budget,
+        **({"round_lines": _ROUND_LINES} if _ROUND_LINES else {}),
     )
     try:
         numbered, followed, pii, typical = _phases(source, scanner, rule, report, window_for)

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from annotation import sampling_native
 from annotation.sampling import (
     ColumnMap,
     LogError,
@@ -1508,6 +1509,30 @@ def test_a_large_regular_log_is_read_alike_by_four_threads_and_one(tmp_path):
     assert_same(four, sql)
     assert_same(one, sql)
     assert_native(four)
+
+
+@pytest.mark.parametrize("round_lines", [1, 97, 5_000])
+def test_sessions_and_users_grouped_in_many_rounds_give_the_same_statistics(
+    bench_log, monkeypatch, round_lines
+):
+    """The compiled reader groups lines by session and by user in rounds of bounded size
+    (millions of lines each on real logs): small rounds on a small log walk every round
+    boundary, down to one line per round."""
+    monkeypatch.setattr(sampling_native, "_ROUND_LINES", round_lines)
+    for threads in (1, 2):
+        native = ingest(bench_log, "auto", threads=threads)
+        assert_native(native)
+        assert_same(native, ingest(bench_log, "duckdb", threads=threads))
+
+
+@pytest.mark.parametrize("seed", [3, 11, 29])
+def test_a_regular_log_grouped_in_small_rounds_gives_the_duckdb_statistics(
+    seed, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(sampling_native, "_ROUND_LINES", 7)
+    path, kwargs = regular_log(seed, tmp_path)
+    native, _ = ingest_both(path, **kwargs)
+    assert_native(native)
 
 
 def test_threads_do_not_change_the_statistics(bench_log):
