@@ -258,7 +258,11 @@ def _traffic_codes(
 def _group_last_index(last_of_group: np.ndarray) -> np.ndarray:
     """For each ranked position, the position of the last member of its tie group."""
     ends = np.flatnonzero(last_of_group)
-    return ends[np.searchsorted(ends, np.arange(last_of_group.size))]
+    # a position's group is the number of groups that ended before it
+    group = np.empty(last_of_group.size, dtype=np.intp)
+    group[0] = 0
+    np.cumsum(last_of_group[:-1], out=group[1:])
+    return ends[group]
 
 
 def _failing(stats: LogStats, rule: FailureRule) -> np.ndarray:
