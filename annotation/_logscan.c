@@ -806,7 +806,8 @@ typedef struct {
 
 /* Lines go through three stages a batch apart, so that the cache misses of one batch's
  * lookups overlap the work on the others: the hash slots are prefetched, then the entries
- * the slots point at, then the lines are committed. */
+ * the slots point at, then the lines are committed (worker_run runs the stages a line of
+ * each batch at a time; these whole-batch forms finish the ring when it is flushed). */
 static void stage_slots(Worker *w, Pending *batch, int count) {
     for (int i = 0; i < count; i++) {
         Pending *l = &batch[i];
@@ -821,12 +822,11 @@ static void stage_entries(Worker *w, Pending *batch, int count) {
     }
 }
 
-/* Commit the lines of one batch; 0 on a reason to stop. */
-static int commit_batch(Worker *w, Pending *batch, int count) {
+/* Commit one line; 0 on a reason to stop. */
+static int commit_line(Worker *w, Pending *l) {
     Scanner *sc = w->sc;
     Shared *sh = &sc->sh;
-    for (int i = 0; i < count; i++) {
-        Pending *l = &batch[i];
+    {
         Block *b = w->nblocks ? &w->blocks[w->nblocks - 1] : NULL;
         if (!b || b->fill == BLOCK_LINES) {
             b = new_block(w);
@@ -888,6 +888,13 @@ static int commit_batch(Worker *w, Pending *batch, int count) {
         b->clk[slot] = (uint8_t)clk;
         w->lines++;
     }
+    return 1;
+}
+
+/* Commit the lines of one batch; 0 on a reason to stop. */
+static int commit_batch(Worker *w, Pending *batch, int count) {
+    for (int i = 0; i < count; i++)
+        if (!commit_line(w, &batch[i])) return 0;
     return 1;
 }
 
@@ -1052,10 +1059,16 @@ static void *worker_run(void *arg) {
         int ok = prepare(w, l, &owns[head][counts[head]], &own_caps[head][counts[head]]);
         if (ok <= 0) { worker_stop(w, line_at, ok < 0 ? "an id longer than 256 bytes with quotes" : MEMORY_REASON); break; }
         if (++counts[head] == BATCH) {
-            int middle = (head + 2) % 3, oldest = (head + 1) % 3;
-            stage_slots(w, ring[head], counts[head]);
-            stage_entries(w, ring[middle], counts[middle]);
-            if (counts[oldest] && !commit_batch(w, ring[oldest], counts[oldest])) break;
+            /* the three stages side by side, a line of each at a time: bursts of a batch's
+             * prefetches would wait for the memory's few outstanding misses */
+            int middle = (head + 2) % 3, oldest = (head + 1) % 3, ok = 1;
+            for (int i = 0; i < BATCH && ok; i++) {
+                const Pending *fresh = &ring[head][i], *mid = &ring[middle][i];
+                if (fresh->f[F_QUERY].present) dict_prefetch(&w->raws, fresh->qh);
+                if (i < counts[middle] && mid->f[F_QUERY].present) dict_prefetch_entry(&w->raws, mid->qh);
+                if (i < counts[oldest]) ok = commit_line(w, &ring[oldest][i]);
+            }
+            if (!ok) break;
             counts[oldest] = 0;
             head = oldest;
         }
