@@ -158,7 +158,7 @@ static inline uint64_t mix(uint64_t a, uint64_t b) {
  * apart by both and their length (a 128-bit identity: for ten million distinct strings the
  * chance of any collision is about 1e-25), which spares reading the stored text on every
  * lookup. */
-static inline uint64_t hash_pair(const uint8_t *p, size_t n, uint64_t *second) {
+static inline uint64_t hash_core(const uint8_t *p, size_t n, uint64_t *second, int padded) {
     uint64_t h = 0x9E3779B97F4A7C15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull);
     uint64_t g = 0xC2B2AE3D27D4EB4Full ^ ((uint64_t)n * 0x165667B19E3779F9ull);
     while (n >= 8) {
@@ -170,17 +170,39 @@ static inline uint64_t hash_pair(const uint8_t *p, size_t n, uint64_t *second) {
         n -= 8;
     }
     uint64_t v = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (padded) {  /* a whole word read, the bytes past the end masked off */
+        memcpy(&v, p, 8);
+        v = n ? v & (~0ull >> (64 - 8 * n)) : 0;
+    } else {
+        memcpy(&v, p, n);
+    }
+#else
+    (void)padded;
     memcpy(&v, p, n);
+#endif
     h = mix(h ^ v ^ 0x2545F4914F6CDD1Dull, 0x94d049bb133111ebull);
     g = mix(g ^ v ^ 0x27BB2EE687B0B0FDull, 0xD6E8FEB86659FD93ull);
     *second = mix(g, 0xff51afd7ed558ccdull);
     return mix(h, 0x9E3779B97F4A7C15ull) | 1; /* never 0: 0 marks an empty slot */
 }
 
+static inline uint64_t hash_pair(const uint8_t *p, size_t n, uint64_t *second) {
+    return hash_core(p, n, second, 0);
+}
+
+/* The same hashes, for text with at least 8 readable bytes after it (SLACK: buffers are
+ * made that much longer): the last word is read whole, sparing a copy of variable size. */
+#define SLACK 8
+
+static inline uint64_t hash_pair_padded(const uint8_t *p, size_t n, uint64_t *second) {
+    return hash_core(p, n, second, 1);
+}
+
 /* The first of the pair alone (the compiler drops the second's work when inlined). */
-static inline uint64_t hash_bytes(const uint8_t *p, size_t n) {
+static inline uint64_t hash_padded(const uint8_t *p, size_t n) {
     uint64_t unused;
-    return hash_pair(p, n, &unused);
+    return hash_core(p, n, &unused, 1);
 }
 
 /* Tables grow past 70% full: fuller tables probe longer, emptier ones cost memory. */
@@ -292,9 +314,9 @@ static uint32_t dict_get2(Shared *sh, Dict *d, const uint8_t *p, uint32_t n, uin
         return dict_get2(sh, d, p, n, h, h2);
     }
     if (d->count == d->cap && !dict_more_entries(sh, d)) return NONE;
-    if (d->alen + n > d->acap) {
+    if (d->alen + n + SLACK > d->acap) {  /* texts keep SLACK bytes after them */
         size_t cap = d->acap + d->acap / 2;
-        while (d->alen + n > cap) cap += cap / 2;
+        while (d->alen + n + SLACK > cap) cap += cap / 2;
         if (cap > UINT32_MAX) return NONE;
         uint8_t *a = brealloc(sh, d->arena, d->acap, cap);
         if (!a) return NONE;
@@ -921,7 +943,7 @@ static int prepare(Worker *w, Pending *l, uint8_t **own, size_t *own_cap) {
         l->q = *own;
         q->p = *own;
     }
-    if (q->present) l->qh = hash_pair(l->q, q->n, &l->qh2);
+    if (q->present) l->qh = hash_pair_padded(l->q, q->n, &l->qh2);
     l->sh = l->uh = 0;
     int ids[2] = {F_SESSION, F_USER};
     for (int k = 0; k < 2; k++) {
@@ -929,9 +951,9 @@ static int prepare(Worker *w, Pending *l, uint8_t **own, size_t *own_cap) {
         if (sc->col[ids[k]] < 0 || !f->present) continue;
         const uint8_t *p = f->p;
         uint32_t n = f->n;
-        uint8_t tmp[256];
+        uint8_t tmp[256 + SLACK];
         if (f->escaped) {
-            if (n > sizeof tmp) return -1;
+            if (n > sizeof tmp - SLACK) return -1;
             uint32_t m = 0;
             for (uint32_t i = 0; i < n; i++) {
                 tmp[m++] = p[i];
@@ -940,7 +962,7 @@ static int prepare(Worker *w, Pending *l, uint8_t **own, size_t *own_cap) {
             p = tmp;
             n = m;
         }
-        uint64_t h = hash_bytes(p, n);
+        uint64_t h = hash_padded(p, n);
         if (k == 0) l->sh = h; else l->uh = h;
     }
     return 1;
@@ -988,7 +1010,7 @@ static void *worker_run(void *arg) {
     Shared *sh = &sc->sh;
     int fd = open(sc->path, O_RDONLY);
     if (fd < 0) { worker_stop(w, w->begin, "cannot open the file"); return NULL; }
-    uint8_t *buf = malloc(READ_BYTES + 1);
+    uint8_t *buf = malloc(READ_BYTES + SLACK);
     uint8_t *owns[3][BATCH] = {{0}};
     size_t own_caps[3][BATCH] = {{0}};
     if (!buf) { close(fd); worker_stop(w, w->begin, MEMORY_REASON); return NULL; }
@@ -1392,7 +1414,7 @@ static PyObject *Scanner_ascii(Scanner *sc, PyObject *unused) {
         it->raw = (uint32_t)r;
         it->at = used;
         it->len = (uint32_t)normalise_ascii(p, e->len, buf + used, sc->casefold, sc->collapse);
-        it->h = hash_pair(buf + used, it->len, &it->h2);
+        it->h = hash_pair_padded(buf + used, it->len, &it->h2);
         used += it->len;
         if (count == NORM_BATCH) {
             ok = add_norms(sc, batch, count, buf);
@@ -1605,7 +1627,7 @@ static void *hash_terms(void *arg) {
         for (uint32_t k = 0; k < e->len;) {
             uint32_t j = k;
             while (j < e->len && p[j] != ' ') j++;
-            if (j > k) th[at++] = hash_bytes(p + k, j - k);
+            if (j > k) th[at++] = hash_padded(p + k, j - k);
             k = j + 1;
         }
         if (at - first > 16) {
