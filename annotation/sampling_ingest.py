@@ -124,9 +124,9 @@ class EngineSettings:
     reader (:mod:`annotation.sampling_native`) and everything else with DuckDB; "duckdb"
     always uses DuckDB. Both give the same statistics. The compiled reader keeps its tables
     in memory and cannot spill: past ``native_memory_limit`` it gives the log to DuckDB,
-    which then reads it within ``memory_limit`` (about 21 bytes per log line plus the
-    dictionaries of distinct queries, sessions and users: a 10-million-line log needs about
-    800 MB).
+    which then reads it within ``memory_limit`` (about 29 bytes per log line plus the
+    dictionaries of distinct query strings: a 10-million-line log peaks under 900 MB for
+    the whole process).
     """
 
     memory_limit: str = "500MB"

@@ -8,7 +8,7 @@ fields, valid UTF-8 without NUL, LF or CR LF line ends, clean quoting, numbers a
 times in their plain forms) it says why, and the caller reads the log with DuckDB, which
 handles and reports everything else. Gzip, JSON lines and Parquet always go to DuckDB.
 
-It holds about 21 bytes per log line and its dictionaries in memory, and gives up past its
+It holds about 29 bytes per log line and its dictionaries in memory, and gives up past its
 own memory limit (``EngineSettings.native_memory_limit``; DuckDB, which spills to disk, then
 reads the log in bounded memory).
 The C source is ``annotation/_logscan.c``; normalising non-ASCII text and the privacy screen
