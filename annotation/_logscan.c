@@ -703,18 +703,41 @@ typedef struct {
     int escaped;    /* doubled quotes to undo */
 } FieldRef;
 
-/* Split one line into its fields; 0 and a reason when it is outside the subset. */
-static int split_line(const Scanner *sc, const uint8_t *p, size_t n, FieldRef *out,
-                      const char **why) {
-    size_t i = 0;
+/* Where the next quote or delimiter of a line is: by memchr, or by bit masks of their
+ * positions (split_fast). SIZE_MAX or n and past: none. */
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+    const uint64_t *dm, *qm;  /* NULL: memchr */
+    size_t words;
+} Finder;
+
+static inline size_t next_bit(const uint64_t *mask, size_t from, size_t words) {
+    size_t w = from >> 6;
+    if (w >= words) return SIZE_MAX;
+    uint64_t m = mask[w] & (~0ull << (from & 63));
+    while (!m && ++w < words) m = mask[w];
+    return m ? w * 64 + (size_t)__builtin_ctzll(m) : SIZE_MAX;
+}
+
+static inline size_t find_byte(const Finder *f, const uint64_t *mask, uint8_t c, size_t from) {
+    if (mask) return next_bit(mask, from, f->words);
+    const uint8_t *q = memchr(f->p + from, c, f->n - from);
+    return q ? (size_t)(q - f->p) : SIZE_MAX;
+}
+
+/* The fields of a line (quoted ones unwrapped, doubled quotes marked to undo); 0 with *why
+ * set when the line is not one clean record of the header's number of fields. */
+static int split_fields(const Scanner *sc, const Finder *fd, FieldRef *out, const char **why) {
+    const uint8_t *p = fd->p;
+    size_t n = fd->n, i = 0;
     for (int c = 0; c < sc->ncols; c++) {
         FieldRef f = {p + i, 0, 0, 0};
         if (sc->quoted && i < n && p[i] == '"') {
             size_t j = i + 1;
             for (;;) {
-                const uint8_t *q = memchr(p + j, '"', n - j);
-                if (!q) { *why = "a quoted value left open"; return 0; }
-                size_t k = (size_t)(q - p);
+                size_t k = find_byte(fd, fd->qm, '"', j);
+                if (k >= n) { *why = "a quoted value left open"; return 0; }
                 if (k + 1 < n && p[k + 1] == '"') { f.escaped = 1; j = k + 2; continue; }
                 f.p = p + i + 1;
                 f.n = (uint32_t)(k - i - 1);
@@ -723,9 +746,9 @@ static int split_line(const Scanner *sc, const uint8_t *p, size_t n, FieldRef *o
             }
             if (i < n && p[i] != sc->delimiter) { *why = "text after a closing quote"; return 0; }
         } else {
-            const uint8_t *q = memchr(p + i, sc->delimiter, n - i);
-            size_t k = q ? (size_t)(q - p) : n;
-            if (sc->quoted && memchr(p + i, '"', k - i)) {
+            size_t k = find_byte(fd, fd->dm, sc->delimiter, i);
+            if (k > n) k = n;
+            if (sc->quoted && find_byte(fd, fd->qm, '"', i) < k) {
                 *why = "a quote inside an unquoted value";
                 return 0;
             }
@@ -742,6 +765,12 @@ static int split_line(const Scanner *sc, const uint8_t *p, size_t n, FieldRef *o
     }
     if (i != n) { *why = "more fields than the header"; return 0; }
     return 1;
+}
+
+/* Split one line into its fields; 0 and a reason when it is outside the subset. */
+static int split_line(const Scanner *sc, const uint8_t *p, size_t n, FieldRef *out,
+                      const char **why) {
+    return split_fields(sc, &(Finder){p, n, NULL, NULL, 0}, out, why);
 }
 
 static const uint8_t *unescape(Worker *w, FieldRef *f) {
@@ -932,14 +961,6 @@ static int commit_batch(Worker *w, Pending *batch, int count) {
 #define FAST_LINE 256
 #define CHUNK_SLACK 16
 
-static inline size_t next_bit(const uint64_t *mask, size_t from, size_t words) {
-    size_t w = from >> 6;
-    if (w >= words) return SIZE_MAX;
-    uint64_t m = mask[w] & (~0ull << (from & 63));
-    while (!m && ++w < words) m = mask[w];
-    return m ? w * 64 + (size_t)__builtin_ctzll(m) : SIZE_MAX;
-}
-
 /* split_line's fields and reasons, and scan_bytes' flags, for a line of at most FAST_LINE
  * bytes. Returns 0 with *why set on a reason to stop (NUL or CR: *bad instead). */
 static int split_fast(const Scanner *sc, const uint8_t *p, size_t n, FieldRef *out,
@@ -961,41 +982,7 @@ static int split_fast(const Scanner *sc, const uint8_t *p, size_t n, FieldRef *o
     *high = hi != 0;
     *bad = nul != 0;
     if (*bad) return 0;
-    size_t words = (n + 63) / 64, i = 0;
-    for (int c = 0; c < sc->ncols; c++) {
-        FieldRef f = {p + i, 0, 0, 0};
-        if (sc->quoted && i < n && p[i] == '"') {
-            size_t j = i + 1;
-            for (;;) {
-                size_t k = next_bit(qm, j, words);
-                if (k >= n) { *why = "a quoted value left open"; return 0; }
-                if (k + 1 < n && p[k + 1] == '"') { f.escaped = 1; j = k + 2; continue; }
-                f.p = p + i + 1;
-                f.n = (uint32_t)(k - i - 1);
-                i = k + 1;
-                break;
-            }
-            if (i < n && p[i] != sc->delimiter) { *why = "text after a closing quote"; return 0; }
-        } else {
-            size_t k = next_bit(dm, i, words);
-            if (k > n) k = n;
-            if (sc->quoted && next_bit(qm, i, words) < k) {
-                *why = "a quote inside an unquoted value";
-                return 0;
-            }
-            f.p = p + i;
-            f.n = (uint32_t)(k - i);
-            i = k;
-        }
-        f.present = f.n > 0;
-        out[c] = f;
-        if (c + 1 < sc->ncols) {
-            if (i >= n) { *why = "fewer fields than the header"; return 0; }
-            i++;  /* the delimiter */
-        }
-    }
-    if (i != n) { *why = "more fields than the header"; return 0; }
-    return 1;
+    return split_fields(sc, &(Finder){p, n, dm, qm, (n + 63) / 64}, out, why);
 }
 #else
 #define CHUNK_SLACK 0
