@@ -1307,6 +1307,13 @@ static PyObject *unsupported(Scanner *sc, int64_t at) {
     return NULL;
 }
 
+/* Memory ran out (the budget or the machine's) at byte offset at, or -1 past the reading:
+ * the log goes to DuckDB, which spills to disk. */
+static PyObject *out_of_memory(Scanner *sc, int64_t at) {
+    snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
+    return unsupported(sc, at);
+}
+
 static PyObject *Scanner_read(Scanner *sc, PyObject *unused) {
     if (sc->stage != 0) return PyErr_Format(PyExc_RuntimeError, "read() runs once");
     sc->stage = 1;
@@ -1328,8 +1335,7 @@ static PyObject *Scanner_read(Scanner *sc, PyObject *unused) {
         if (!dict_init(&sc->sh, &w->raws, bits)) ok = 0;
     }
     if (!ok) {
-        snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
-        return unsupported(sc, sc->offset);
+        return out_of_memory(sc, sc->offset);
     }
     Py_BEGIN_ALLOW_THREADS
     pthread_t th[MAX_THREADS];
@@ -1342,12 +1348,8 @@ static PyObject *Scanner_read(Scanner *sc, PyObject *unused) {
     }
     if (!atomic_load(&sc->sh.stop)) ok = merge_workers(sc, nw);
     Py_END_ALLOW_THREADS
-    if (atomic_load(&sc->sh.stop) || !ok) {
-        int64_t at = -1;  /* memory ran out merging: no line to name */
-        if (!ok && !atomic_load(&sc->sh.stop)) snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
-        else at = set_why_from_workers(sc, nw);
-        return unsupported(sc, at);
-    }
+    if (!atomic_load(&sc->sh.stop) && !ok) return out_of_memory(sc, -1);  /* merging: no line */
+    if (atomic_load(&sc->sh.stop)) return unsupported(sc, set_why_from_workers(sc, nw));
     Py_RETURN_NONE;
 }
 
@@ -1434,8 +1436,7 @@ static PyObject *Scanner_foreign(Scanner *sc, PyObject *args) {
     unsigned bits = 16;
     while (((size_t)1 << (bits - 1)) < nr && bits < 31) bits++;
     if (!sc->raw_norm || !sc->foreign || !dict_init(&sc->sh, &sc->norms, bits)) {
-        snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
-        return unsupported(sc, -1);
+        return out_of_memory(sc, -1);
     }
     size_t nforeign = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -1500,8 +1501,7 @@ static PyObject *Scanner_ascii(Scanner *sc, PyObject *unused) {
     free(buf);
     Py_END_ALLOW_THREADS
     if (!ok) {
-        snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
-        return unsupported(sc, -1);
+        return out_of_memory(sc, -1);
     }
     Py_RETURN_NONE;
 }
@@ -1523,8 +1523,7 @@ static PyObject *Scanner_set_norms(Scanner *sc, PyObject *items) {
         }
         if (!add_norm(sc, (uint32_t)raw, (const uint8_t *)text, (size_t)len)) {
             Py_DECREF(seq);
-            snprintf(sc->why, sizeof sc->why, "%s", MEMORY_REASON);
-            return unsupported(sc, -1);
+            return out_of_memory(sc, -1);
         }
         sc->foreign[raw] = 0;
     }
@@ -2332,6 +2331,8 @@ static PyObject *Scanner_follow(Scanner *sc, PyObject *args) {
     if (sc->stage != 4) return PyErr_Format(PyExc_RuntimeError, "follow() runs after number()");
     sc->stage = 5;
     size_t nq = sc->nq;
+    /* the heap's free pages (the earlier phases' small tables) back to the system before
+     * the grouping needs its own: they would otherwise count in the process's peak */
     malloc_trim(0);
     /* each half its own counts, added up at the end */
     Tally *tallies[2] = {halloc((nq + 1) * sizeof(Tally)), halloc((nq + 1) * sizeof(Tally))};

@@ -138,7 +138,7 @@ def read_native(
     )
     try:
         numbered, followed, pii, typical = _phases(source, scanner, rule, report, window_for)
-    except _logscan.Unsupported as error:  # a later phase ran out of its memory
+    except _logscan.Unsupported as error:  # any phase: a line it leaves, or memory
         why, at = error.args
         raise Unsupported(_where(source, why, at)) from None
     finally:
@@ -158,15 +158,11 @@ def _phases(
     """Drive the scanner through its phases; what :func:`_result` needs."""
     assert _logscan is not None
     report(0.02, "reading events")
-    try:
-        _in_thread(
-            scanner.read,
-            lambda: report(0.02 + 0.6 * scanner.progress, "reading events"),
-            scanner.cancel,
-        )
-    except _logscan.Unsupported as error:
-        why, at = error.args
-        raise Unsupported(_where(source, why, at)) from None
+    _in_thread(
+        scanner.read,
+        lambda: report(0.02 + 0.6 * scanner.progress, "reading events"),
+        scanner.cancel,
+    )
     report(0.62, "counting distinct queries")
     normalisation = rule.normalisation
     foreign = scanner.foreign(normalisation.casefold, normalisation.collapse_whitespace)
@@ -310,25 +306,37 @@ def _rate(count: np.ndarray, total: np.ndarray, available: bool) -> np.ndarray:
     return out
 
 
-def _beside(background: Callable[[], Any], work: Callable[[], Any]) -> Any:
-    """``work()`` here while ``background()`` (which releases the GIL) runs on a thread;
-    both finish before this returns, and the background's error is raised first."""
-    outcome: dict[str, BaseException] = {}
+def _start(work: Callable[[], Any], name: str) -> tuple[threading.Thread, dict[str, Any]]:
+    """Run ``work`` (which releases the GIL) on a thread; its value or its error lands in the
+    dict, for :func:`_outcome` on the calling thread."""
+    outcome: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            background()
+            outcome["value"] = work()
         except BaseException as error:  # re-raised on the calling thread
             outcome["error"] = error
 
-    thread = threading.Thread(target=target, name="assay-log-ascii", daemon=True)
+    thread = threading.Thread(target=target, name=name, daemon=True)
     thread.start()
+    return thread, outcome
+
+
+def _outcome(outcome: dict[str, Any]) -> Any:
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def _beside(background: Callable[[], Any], work: Callable[[], Any]) -> Any:
+    """``work()`` here while ``background()`` (which releases the GIL) runs on a thread;
+    both finish before this returns, and the background's error is raised first."""
+    thread, outcome = _start(background, "assay-log-ascii")
     try:
         result = work()
     finally:
         thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
+    _outcome(outcome)
     return result
 
 
@@ -340,16 +348,7 @@ def _in_thread(
     An exception from ``poll`` (the caller cancelling) calls ``cancel``, waits for ``work``
     to stop, and is raised: the progress callback runs on the calling thread only.
     """
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = work()
-        except BaseException as error:  # re-raised on the calling thread
-            outcome["error"] = error
-
-    thread = threading.Thread(target=target, name="assay-log-reader", daemon=True)
-    thread.start()
+    thread, outcome = _start(work, "assay-log-reader")
     failure: BaseException | None = None
     while thread.is_alive():
         thread.join(0.5)
@@ -362,9 +361,7 @@ def _in_thread(
                     cancel()
     if failure is not None:
         raise failure
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
+    return _outcome(outcome)
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b)?\s*$", re.IGNORECASE)
