@@ -1587,12 +1587,10 @@ static uint64_t prefix_key(const uint8_t *p, uint32_t n) {
     return k;
 }
 
-/* LSD radix sort of the keys by their 64-bit prefix, then ties (prefixes equal, both texts
- * at least 8 bytes) ordered by the whole text. */
-static int sort_texts(SortKey *keys, size_t n, const Dict *d) {
-    SortKey *tmp = malloc((n ? n : 1) * sizeof(SortKey));
-    if (!tmp) return 0;
-    SortKey *src = keys, *dst = tmp;
+/* LSD radix sort of the keys by their 64-bit prefix (scratch: room for n keys), then ties
+ * (prefixes equal, both texts at least 8 bytes) ordered by the whole text. */
+static void sort_texts(SortKey *keys, size_t n, const Dict *d, SortKey *scratch) {
+    SortKey *src = keys, *dst = scratch;
     for (int pass = 0; pass < 8; pass++) {
         int shift = pass * 8;
         size_t count[257] = {0};
@@ -1603,51 +1601,53 @@ static int sort_texts(SortKey *keys, size_t n, const Dict *d) {
         SortKey *t = src; src = dst; dst = t;
     }
     if (src != keys) memcpy(keys, src, n * sizeof(SortKey));
-    free(tmp);
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
         while (j < n && keys[j].key == keys[i].key) j++;
         if (j - i > 1) qsort_r(keys + i, j - i, sizeof(SortKey), cmp_text, (void *)d);
         i = j;
     }
-    return 1;
 }
 
 typedef struct {
-    SortKey *keys;
+    SortKey *keys, *scratch;
     size_t n;
     const Dict *d;
-    int ok;
 } SortJob;
 
 static void *sort_job(void *arg) {
     SortJob *job = arg;
-    job->ok = sort_texts(job->keys, job->n, job->d);
+    sort_texts(job->keys, job->n, job->d, job->scratch);
     return NULL;
 }
 
 /* sort_texts on two threads: the keys split by their first byte into two runs of about
- * equal size (every key of the first run sorts before every key of the second). */
+ * equal size (every key of the first run sorts before every key of the second), each
+ * sorted in the copy with its part of the original as scratch. */
 static int sort_texts_two(SortKey *keys, size_t n, const Dict *d, int threads) {
-    if (threads < 2 || n < 4096) return sort_texts(keys, n, d);
+    SortKey *tmp = malloc((n ? n : 1) * sizeof(SortKey));
+    if (!tmp) return 0;
+    if (threads < 2 || n < 4096) {
+        sort_texts(keys, n, d, tmp);
+        free(tmp);
+        return 1;
+    }
     size_t count[257] = {0};
     for (size_t i = 0; i < n; i++) count[(keys[i].key >> 56) + 1]++;
     for (int b = 0; b < 256; b++) count[b + 1] += count[b];
     int split = 0;
     while (split < 256 && count[split + 1] <= n / 2) split++;
     size_t first = count[split];  /* keys whose first byte is below split */
-    SortKey *tmp = malloc(n * sizeof(SortKey));
-    if (!tmp) return 0;
     size_t lo = 0, hi = first;
     for (size_t i = 0; i < n; i++) {
         if ((keys[i].key >> 56) < (uint64_t)split) tmp[lo++] = keys[i];
         else tmp[hi++] = keys[i];
     }
-    SortJob a = {tmp, first, d, 0}, b = {tmp + first, n - first, d, 0};
+    SortJob a = {tmp, keys, first, d}, b = {tmp + first, keys + first, n - first, d};
     run_two(threads, sort_job, &a, sort_job, &b);
-    if (a.ok && b.ok) memcpy(keys, tmp, n * sizeof(SortKey));
+    memcpy(keys, tmp, n * sizeof(SortKey));
     free(tmp);
-    return a.ok && b.ok;
+    return 1;
 }
 
 static int cmp_u64(const void *a, const void *b) {
