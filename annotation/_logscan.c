@@ -1729,7 +1729,7 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
     /* group_of[norm] = the norms entry whose text is the query kept for it */
     uint32_t *group_of = malloc((nn0 + 1) * sizeof(uint32_t));
     uint8_t *kind = malloc(nn0 + 1);
-    if (!group_of || !kind) { free(group_of); free(kind); return PyErr_NoMemory(); }
+    if (!group_of || !kind) { free(group_of); free(kind); return out_of_memory(sc, -1); }
     for (size_t i = 0; i < nn0; i++) { group_of[i] = (uint32_t)i; kind[i] = 0; }
     PyObject *seq = PySequence_Fast(flagged, "a list of (id, kind, masked)");
     if (!seq) { free(group_of); free(kind); return NULL; }
@@ -1745,7 +1745,7 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
             return NULL;
         }
         uint32_t g = norm_get(sc, (const uint8_t *)text, (size_t)len);
-        if (g == NONE) { Py_DECREF(seq); free(group_of); free(kind); return PyErr_NoMemory(); }
+        if (g == NONE) { Py_DECREF(seq); free(group_of); free(kind); return out_of_memory(sc, -1); }
         group_of[id] = g;
         kind[id] = (uint8_t)k;
     }
@@ -1778,7 +1778,7 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
         for (size_t q = 0; ok && q < nq; q++) qid[keys[q].ent] = (uint32_t)q;
         Py_END_ALLOW_THREADS
     }
-    if (!ok) { free(group_of); free(kind); free(qid); free(keys); free(target); return PyErr_NoMemory(); }
+    if (!ok) { free(group_of); free(kind); free(qid); free(keys); free(target); return out_of_memory(sc, -1); }
     sc->nq = nq;
     uint64_t *freq = calloc(nq + 1, 8), *rc_n = calloc(nq + 1, 8), *zero_n = calloc(nq + 1, 8), *bad = calloc(nq + 1, 8);
     double *max_ts = malloc((nq + 1) * sizeof(double));
@@ -1878,9 +1878,8 @@ static PyObject *Scanner_number(Scanner *sc, PyObject *args) {
         }
         return result;
     }
-    PyErr_NoMemory();
     free(freq); free(rc_n); free(zero_n); free(bad); free(max_ts); free(pii); free(excl);
-    return NULL;
+    return out_of_memory(sc, -1);
 }
 
 /* ------------------------------------------------------------------ follow() */
@@ -2367,7 +2366,7 @@ static PyObject *Scanner_follow(Scanner *sc, PyObject *args) {
                                "abandoned_n", bytes_of(out[3], nq * 4),
                                "reformulated", bytes_of(out[4], nq * 4));
     } else {
-        PyErr_NoMemory();
+        out_of_memory(sc, -1);
     }
     for (int k = 0; k < 5; k++) free(out[k]);
     for (int k = 0; k < 2; k++) {
