@@ -2,7 +2,9 @@
 SHELL := /bin/sh
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+# Two stamps: `make run` installs only what the app needs, `make test` adds the test extra.
+APP_STAMP := $(VENV)/.installed-app
+DEV_STAMP := $(VENV)/.installed-dev
 # Where `make run` serves: `make run HOST=127.0.0.1:8001`. Only a value given to make counts: a
 # HOST in the environment is often the machine's name (tcsh sets it) or a bare address, and
 # runserver takes neither.
@@ -10,21 +12,27 @@ ifneq ($(origin HOST),command line)
 HOST := 127.0.0.1:8000
 endif
 
-.PHONY: run test install demo lint typecheck check browser clean worker
+.PHONY: run test install install-dev demo lint typecheck check browser clean worker
 
 $(PY):
 	"$$(scripts/find-python)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml annotation/_logscan.c | $(PY)
-	$(PY) -m pip install --quiet -e ".[dev]"
-	touch $(STAMP)
+$(APP_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $(APP_STAMP)
 
-install: $(STAMP)
+$(DEV_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(APP_STAMP) $(DEV_STAMP)
+
+install: $(APP_STAMP)
+
+install-dev: $(DEV_STAMP)
 
 demo: install
 	DEBUG=1 $(PY) manage.py migrate --noinput
-	DEBUG=1 $(PY) manage.py load_demo
+	DEBUG=1 $(PY) manage.py load_demo --address $(HOST)
 
 run: demo
 	DEBUG=1 $(PY) manage.py runserver $(HOST)
@@ -32,14 +40,15 @@ run: demo
 browser:
 	scripts/ensure-chromium
 
-test: install browser
+test: install-dev browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-lint: install
+lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
-typecheck: install
+typecheck: install-dev
 	$(VENV)/bin/mypy .
 
 check: lint typecheck test

@@ -1,4 +1,5 @@
-"""Home and project overview pages."""
+"""The home page: the projects a person belongs to. (The project page shows judging progress
+and so lives in judging: `judging.views_project`.)"""
 
 from __future__ import annotations
 
@@ -6,37 +7,9 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from judging.services import current_pool, judging_summary, progress_of
-
-from .access import Access, project_for_member, projects_of
-
-
-def _get_project_for_member(request: HttpRequest, slug: str) -> Access:
-    return project_for_member(request, slug)
+from .access import projects_of
 
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     return render(request, "annotation/home.html", {"projects": projects_of(request)})
-
-
-@login_required
-def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    access = _get_project_for_member(request, slug)
-    project = access.project
-    pool = current_pool(project)
-    context = {
-        "access": access,
-        "project": project,
-        "pool": pool,
-        "progress": progress_of(pool=pool, user=request.user) if pool else None,  # type: ignore[arg-type]
-    }
-    if access.is_lead:
-        context["counts"] = {
-            "documents": project.documents.count(),
-            "queries": project.queries.count(),
-            "runs": project.runs.count(),
-            "pool items": pool.items.count() if pool else 0,
-        }
-        context["summary"] = judging_summary(pool=pool) if pool else []
-    return render(request, "annotation/project_detail.html", context)

@@ -17,13 +17,14 @@ from evaluation import views as evaluation_views
 from judging import api as judging_api
 from judging import views as judging_views
 from judging import views_lead as judging_lead_views
+from judging import views_project
 from pooling import views as pooling_views
 
 urlpatterns = [
     path("", annotation_views.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("p/<slug:slug>/", annotation_views.project_detail, name="project_detail"),
+    path("p/<slug:slug>/", views_project.project_detail, name="project_detail"),
     path("p/<slug:slug>/judge/", judging_views.judge, name="judge"),
     path("p/<slug:slug>/judge/<int:item_id>/", judging_views.judge_submit, name="judge_submit"),
     path("p/<slug:slug>/judge/undo/", judging_views.judge_undo, name="judge_undo"),

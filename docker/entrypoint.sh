@@ -56,7 +56,7 @@ case "$command" in
         ;;
     demo)
         python manage.py migrate --noinput
-        python manage.py load_demo
+        python manage.py load_demo --address "127.0.0.1:${PORT:-8000}"
         serve "$@"
         ;;
     healthcheck)

@@ -248,7 +248,7 @@ def test_the_docs_list_exactly_the_variables_the_settings_read() -> None:
 
 
 def test_the_docs_list_exactly_the_variables_the_entrypoint_and_the_demo_read() -> None:
-    load_demo = (REPO / "annotation" / "management" / "commands" / "load_demo.py").read_text()
+    load_demo = (REPO / "demo" / "management" / "commands" / "load_demo.py").read_text()
     assert 'os.environ.get("DEMO_PASSWORD")' in load_demo
     expected = (names_read_by_entrypoint() - names_read_by_settings()) | {"DEMO_PASSWORD"}
 
@@ -524,7 +524,10 @@ def test_it_loads_the_demo_between_migrating_and_serving(stubs: Path) -> None:
     result, calls = run_entrypoint(stubs, "demo", DEMO_PASSWORD="demo")
 
     assert result.returncode == 0, result.stderr
-    assert calls[:2] == ["python manage.py migrate --noinput", "python manage.py load_demo"]
+    assert calls[:2] == [
+        "python manage.py migrate --noinput",
+        "python manage.py load_demo --address 127.0.0.1:8000",
+    ]
     assert calls[2].startswith("granian assay.wsgi:application ")
 
 

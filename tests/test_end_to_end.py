@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from annotation.demo.loader import SLUG
+from demo.loader import SLUG
 from judging.models import WorkUnit
 from pooling.models import PoolItem
 from tests.judging_helpers import answer, form_key, judge_page, shown_item

@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "judging",
     "agreement",
     "evaluation",
+    "demo",
 ]
 
 MIDDLEWARE = [

@@ -5,7 +5,20 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from annotation.demo.loader import demo_load
+from demo.loader import demo_load
+
+
+def login_url(address: str) -> str:
+    """The address a browser opens for a server started with runserver's ``addrport``: a bare
+    port means 127.0.0.1, and a wildcard host is reachable on this machine as 127.0.0.1."""
+    host, _, port = address.rpartition(":")
+    if not host:
+        host = "127.0.0.1"
+    if host in ("0", "0.0.0.0"):
+        host = "127.0.0.1"
+    if host in ("[::]", "::"):
+        host = "[::1]"
+    return f"http://{host}:{port}/"
 
 
 class Command(BaseCommand):
@@ -20,6 +33,12 @@ class Command(BaseCommand):
             default=os.environ.get("DEMO_PASSWORD"),
             help="one password for all demo users (default: $DEMO_PASSWORD, else random)",
         )
+        parser.add_argument(
+            "--address",
+            default="127.0.0.1:8000",
+            help="where the server will listen, as runserver takes it (PORT, HOST:PORT or "
+            "[IPv6]:PORT); the login banner shows it (default: 127.0.0.1:8000)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         project, logins = demo_load(password=options["password"])
@@ -30,7 +49,7 @@ class Command(BaseCommand):
             f"{project.queries.count()} queries, {project.runs.count()} runs, "
             f"{items} items to judge."
         )
-        self.stdout.write("Log in at http://127.0.0.1:8000/ as:")
+        self.stdout.write(f"Log in at {login_url(options['address'])} as:")
         for login in logins:
             self.stdout.write(
                 f"  {login.username:<12} {login.role.label:<10} password: {login.password}"
