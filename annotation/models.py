@@ -110,16 +110,9 @@ class ProtocolAck(models.Model):
 
 
 class Document(models.Model):
-    # No index of its own: the unique (project, docid) index serves lookups by project. No
-    # database constraint either: it would check the same project row once per document (half
-    # the database's work in a 100,000-document import); corpus_import locks that row once
-    # instead, and deleting a project still cascades through Django.
+    # No index of its own: the unique (project, docid) index serves lookups by project.
     project = models.ForeignKey(
-        Project,
-        on_delete=models.CASCADE,
-        related_name="documents",
-        db_index=False,
-        db_constraint=False,
+        Project, on_delete=models.CASCADE, related_name="documents", db_index=False
     )
     docid = models.CharField(max_length=200)
     title = models.TextField(blank=True)

@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from assay.db import bulk_insert, lock_parent, max_length
+from assay.db import bulk_insert, max_length
 from pooling.trec import FormatError, iter_corpus, iter_queries
 
 from .models import (
@@ -80,8 +80,6 @@ def corpus_import(*, project: Project, path: str | Path) -> ImportReport:
     All or nothing: a malformed line anywhere raises FormatError and nothing is kept.
     Documents already in the project keep their text, so judgments made on them stay valid.
     """
-
-    lock_parent(project)
     existing = set(project.documents.values_list("docid", flat=True))
     docs = iter_corpus(path, max_id_length=max_length(Document, "docid"))
     fresh = _skip_existing(docs, lambda d: d.docid, existing)

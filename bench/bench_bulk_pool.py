@@ -1,13 +1,14 @@
 """Bulk-load 100,000 pool items, with their documents, into PostgreSQL through the services.
 
-Usage: python bench/bench_bulk_pool.py [--queries 5000] [--docs-per-query 20] [--output FILE]
+Usage: python bench/bench_bulk_pool.py [--queries 5000] [--docs-per-query 20] [--database NAME]
+                                       [--output FILE]
 
 A fresh database is created and migrated first (not timed). The files a team would bring are
 written to a temporary folder (not timed): a TSV corpus with one document per pool item, a
 queries file and one TREC run. Then a single child process, timed from its start to its end,
 imports them with the project's own services, as `manage.py` would:
 
-    corpus_import -> queries_import -> run_import -> pool_build (pool items + work units)
+    corpus_import -> queries_import -> run_import -> pool_open (pool items + work units)
 
 Wall time is reported per step and in total (Django start-up included in the total); peak
 memory is the child's maximum resident set size, measured by the kernel.
@@ -44,7 +45,8 @@ def child(folder: Path) -> None:
 
     django.setup()
     from annotation.services import corpus_import, project_create, queries_import
-    from pooling.services import pool_build, run_import
+    from judging.services import pool_open
+    from pooling.services import run_import
 
     steps: dict[str, float] = {"Django start-up": time.perf_counter() - started}
     project = project_create(slug="bulk", name="Bulk")
@@ -67,8 +69,8 @@ def child(folder: Path) -> None:
         "run lines (run_import)", lambda: run_import(project=project, path=folder / "system.run")
     )
     pool = step(
-        "pool items + work units (pool_build)",
-        lambda: pool_build(project=project, runs=[run], depth=DEPTH, seed=1),
+        "pool items + work units (pool_open)",
+        lambda: pool_open(project=project, runs=[run], depth=DEPTH, seed=1),
     )
     steps["total"] = time.perf_counter() - started
     counts = {
@@ -94,6 +96,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--queries", type=int, default=5000)
     parser.add_argument("--docs-per-query", type=int, default=20)
+    parser.add_argument("--database", default=DATABASE, help="dropped and created afresh")
     parser.add_argument("--output", type=Path)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -104,11 +107,11 @@ def main() -> None:
         return
     folder = Path(tempfile.mkdtemp())
     write_project_files(folder, args.queries, args.docs_per_query, words_per_doc=90)
-    psql(f'DROP DATABASE IF EXISTS "{DATABASE}"')
-    psql(f'CREATE DATABASE "{DATABASE}"')
+    psql(f'DROP DATABASE IF EXISTS "{args.database}"')
+    psql(f'CREATE DATABASE "{args.database}"')
     env = dict(
         os.environ,
-        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{DATABASE}",
+        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{args.database}",
         SECRET_KEY="bench",
         DEBUG="0",
         DJANGO_SETTINGS_MODULE="assay.settings.base",

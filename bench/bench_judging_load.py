@@ -79,7 +79,8 @@ def setup_data(queries: int, per_query: int, annotators: int) -> None:
 
     from annotation.models import Membership, Role
     from annotation.services import corpus_import, project_create, protocol_publish, queries_import
-    from pooling.services import pool_build, run_import
+    from judging.services import pool_open
+    from pooling.services import run_import
 
     tmp = Path(tempfile.mkdtemp())
     write_project_files(tmp, queries, per_query, words_per_doc=70)
@@ -88,7 +89,7 @@ def setup_data(queries: int, per_query: int, annotators: int) -> None:
     corpus_import(project=project, path=tmp / "corpus.tsv")
     queries_import(project=project, path=tmp / "queries.tsv")
     run = run_import(project=project, path=tmp / "system.run", name="system")
-    pool_build(project=project, runs=[run], depth=per_query, seed=1)
+    pool_open(project=project, runs=[run], depth=per_query, seed=1)
     password = make_password(PASSWORD)  # hashed once: 33 slow hashes would only cost time
     users = User.objects.bulk_create(
         [User(username=name, password=password) for name in usernames(annotators)]

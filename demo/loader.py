@@ -20,8 +20,9 @@ from annotation.services import (
     protocol_publish,
     queries_import,
 )
+from judging.services import pool_open
 from pooling.baselines import run_baselines
-from pooling.services import pool_build, run_create
+from pooling.services import run_create
 from pooling.trec import RunRow, iter_corpus, iter_queries, rank_run
 
 DEMO_DIR = Path(__file__).resolve().parent
@@ -68,7 +69,7 @@ def _create_project() -> Project:
         run_create(project=project, name=name, ranked=_by_query(rows), source="built-in baseline")
         for name, rows in run_baselines(docs, queries, k=100).items()
     ]
-    pool_build(project=project, runs=runs, depth=DEPTH, seed=SEED)
+    pool_open(project=project, runs=runs, depth=DEPTH, seed=SEED)
     return project
 
 

@@ -23,7 +23,9 @@ from django.utils import timezone
 from annotation.models import Document, Project, ProtocolAck, ProtocolVersion, Query
 from annotation.protocol import DiffLine, diff
 from assay.db import bulk_insert
-from pooling.models import Pool, PoolItem
+from pooling.models import Pool, PoolItem, Run
+from pooling.services import current_pool as current_pool  # judging's views read it here
+from pooling.services import pool_build
 
 from .assignment import choose_double
 from .models import Claim, ClaimState, JudgingPolicy, Judgment, Kind, WorkUnit
@@ -41,7 +43,6 @@ from .services_claims import (
     place_take,
     policy_of,
 )
-from .services_claims import current_pool as current_pool  # imported from here by other apps
 
 MAX_SECONDS = 3600.0
 MAX_NOTE = 2000
@@ -62,7 +63,26 @@ class ProtocolChanged(JudgingError):
         self.change = change
 
 
-# --- policy and work units -----------------------------------------------------------------
+# --- opening a pool, policy and work units -------------------------------------------------
+
+
+@transaction.atomic
+def pool_open(
+    *,
+    project: Project,
+    runs: Sequence[Run],
+    depth: int,
+    seed: int | None = None,
+    skip_missing: bool = False,
+) -> Pool:
+    """Build a pool of `runs` (see `pooling.services.pool_build`) and open it for judging.
+
+    The pool becomes the project's current one, so its work units are created in the same
+    transaction: annotators never see a current pool with nothing to claim.
+    """
+    pool = pool_build(project=project, runs=runs, depth=depth, seed=seed, skip_missing=skip_missing)
+    work_units_create(pool=pool)  # one per query; judging claims them
+    return pool
 
 
 @transaction.atomic

@@ -52,11 +52,6 @@ def policy_of(project: Project) -> JudgingPolicy:
     return JudgingPolicy.objects.filter(project=project).first() or JudgingPolicy(project=project)
 
 
-def current_pool(project: Project) -> Pool | None:
-    """The pool annotators work on: the project's most recent one."""
-    return project.pools.order_by("-created_at", "-pk").first()
-
-
 # --- claims --------------------------------------------------------------------------------
 
 

@@ -1,12 +1,16 @@
-"""The lead's judging pages: progress, throughput, claims (release, reassign), members, and
-the full history of an item. Annotators get 403 on every one of them."""
+"""The lead's judging pages: opening a new pool, progress, throughput, claims (release,
+reassign), members, and the full history of an item. Annotators get 403 on every one of them."""
 
 from __future__ import annotations
+
+import random
+from functools import partial
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -33,12 +37,35 @@ from .services import (
     policy_of,
 )
 from .services_claims import claim_reassign, claim_release
+from .tasks import pool_open_task
 
 QUERIES_PER_PAGE = 50
 
 
 def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
     return project_for_lead(request, slug)
+
+
+@login_required
+def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
+    """The pool page's "build pool" button: build the pool and open it for judging, in the
+    background (after this request commits)."""
+    access = _get_project_for_lead(request, slug)
+    if request.method != "POST":
+        return redirect("pool_detail", slug=slug)
+    run_ids = [int(pk) for pk in request.POST.getlist("runs") if pk.isdigit()]
+    try:
+        depth = int(request.POST.get("depth", "10"))
+    except ValueError:
+        depth = 0
+    if not run_ids or not 1 <= depth <= 1000:
+        messages.error(request, "Choose at least one run and a depth between 1 and 1000.")
+        return redirect("pool_detail", slug=slug)
+    seed = random.SystemRandom().randrange(2**31)
+    task = partial(pool_open_task.delay, access.project.pk, run_ids, depth, seed)
+    transaction.on_commit(task)
+    messages.info(request, f"Building a depth-{depth} pool of {len(run_ids)} runs.")
+    return redirect("pool_detail", slug=slug)
 
 
 @login_required

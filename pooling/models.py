@@ -33,12 +33,9 @@ class RunResult(models.Model):
     """One line of a run. Ids are kept as strings: a run may cover queries or documents the
     project does not hold (yet), and the run must stay exactly as the system produced it."""
 
-    # Indexed by the two composite indexes below, which both start with the run. No database
-    # constraint: the run is created in the same transaction as its lines (nobody else can
-    # delete it meanwhile), and checking it once per line would double the import's cost.
-    run = models.ForeignKey(
-        Run, on_delete=models.CASCADE, related_name="results", db_index=False, db_constraint=False
-    )
+    # No index of its own: the two composite indexes below both start with the run, and serve
+    # the key's checks when a run is deleted as well as every read of a run's lines.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results", db_index=False)
     qid = models.CharField(max_length=200)
     docid = models.CharField(max_length=200)
     rank = models.PositiveIntegerField(help_text="1-based position in trec_eval order")
@@ -76,29 +73,15 @@ class PoolItem(models.Model):
     ranks can be inferred from the order an annotator sees.
     """
 
-    # No database constraints on these three keys: checked once per row, they were half of
-    # the database's work in building a 100,000-item pool. pool_build takes every id from a
-    # read in its own transaction (the pool is created in it), documents and queries are never
-    # deleted but with their project, and that deletion cascades through Django. No index of
-    # their own either: every read of items is by pool (and query), which the unique indexes
-    # below serve; only a project's deletion looks items up by document or query alone.
-    pool = models.ForeignKey(
-        Pool, on_delete=models.CASCADE, related_name="items", db_index=False, db_constraint=False
-    )
+    # Each key needs an index that leads with it: reads go by pool (and query), and deleting a
+    # query or a document makes the database look its key up here, a scan per row without one.
+    # The pool and the query have theirs in the unique indexes below (the pair's leads with
+    # the query: its pool and query lookups serve equally); only the document has its own.
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="items", db_index=False)
     query = models.ForeignKey(
-        Query,
-        on_delete=models.CASCADE,
-        related_name="pool_items",
-        db_index=False,
-        db_constraint=False,
+        Query, on_delete=models.CASCADE, related_name="pool_items", db_index=False
     )
-    document = models.ForeignKey(
-        Document,
-        on_delete=models.CASCADE,
-        related_name="pool_items",
-        db_index=False,
-        db_constraint=False,
-    )
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pool_items")
     provenance = models.JSONField(help_text="run name -> 1-based rank in that run")
     best_rank = models.PositiveIntegerField()
     position = models.PositiveIntegerField()
@@ -106,7 +89,7 @@ class PoolItem(models.Model):
     class Meta:
         ordering = ["position"]
         constraints = [
-            models.UniqueConstraint(fields=["pool", "query", "document"], name="pool_pair_once"),
+            models.UniqueConstraint(fields=["query", "pool", "document"], name="pool_pair_once"),
             models.UniqueConstraint(fields=["pool", "position"], name="pool_position_once"),
         ]
 

@@ -13,7 +13,6 @@ from django.db import connection, transaction
 
 from annotation.models import Document, Project
 from assay.db import bulk_insert, max_length, placeholders
-from judging.services import work_units_create
 
 from .models import Pool, PoolItem, Run, RunResult
 from .pooling import PoolEntry, depth_pool
@@ -105,6 +104,8 @@ def pool_build(
 
     Queries of the runs that the project does not hold are ignored. A pooled document that is
     not in the corpus is an error (it could not be shown to a judge) unless `skip_missing`.
+    The new pool becomes the project's current one: whoever opens it for judging creates its
+    work units in the same transaction.
     """
     if depth < 1:
         raise PoolingError("the pool depth must be at least 1")
@@ -135,8 +136,12 @@ def pool_build(
     )
     columns = ["pool_id", "query_id", "document_id", "provenance", "best_rank", "position"]
     bulk_insert(PoolItem, columns, rows)
-    work_units_create(pool=pool)  # one per query; judging claims them
     return pool
+
+
+def current_pool(project: Project) -> Pool | None:
+    """The pool annotators work on: the project's most recent one."""
+    return project.pools.order_by("-created_at", "-pk").first()
 
 
 class _ProvenanceText:

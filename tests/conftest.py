@@ -11,7 +11,8 @@ from django.test import Client
 
 from annotation.models import Project, Role
 from annotation.services import membership_set, project_create, protocol_publish
-from pooling.services import pool_build, run_create
+from judging.services import pool_open
+from pooling.services import run_create
 from pooling.trec import RunRow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,7 +53,7 @@ def small_project(slug: str = "acme") -> Project:
         run_create(project=project, name="a", ranked=run_a),
         run_create(project=project, name="b", ranked=run_b),
     ]
-    pool_build(project=project, runs=runs, depth=3, seed=7)
+    pool_open(project=project, runs=runs, depth=3, seed=7)
     return project
 
 

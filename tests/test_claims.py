@@ -16,11 +16,12 @@ from judging.models import Claim, ClaimState, JudgingPolicy, WorkUnit
 from judging.services import (
     JudgingError,
     claim_next,
+    pool_open,
     work_units_create,
 )
 from judging.services_claims import claim_reassign, claim_release, claims_expire
 from pooling.models import Pool, PoolItem
-from pooling.services import pool_build, run_create
+from pooling.services import run_create
 from pooling.trec import RunRow
 from tests.conftest import World, make_user
 from tests.judging_helpers import answer, before_calling, judge_page, places_out_of_step
@@ -41,7 +42,7 @@ def wide_project(queries: int = 10, strata: tuple[str, ...] = ("",)) -> tuple[Pr
         f"q{q}": [RunRow(f"q{q}", f"d{d}", d + 1, 1.0 - d, "r") for d in range(2)]
         for q in range(queries)
     }
-    pool = pool_build(
+    pool = pool_open(
         project=project,
         runs=[run_create(project=project, name="r", ranked=ranked)],
         depth=2,

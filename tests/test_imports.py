@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import IntegrityError, transaction
 
 from annotation.models import Document, Project, Query
 from annotation.services import project_create
@@ -60,15 +61,47 @@ def test_it_rejects_a_malformed_corpus_line_and_keeps_the_database(project, tmp_
     assert snapshot() == before
 
 
+@pytest.mark.django_db(transaction=True)
 def test_it_refuses_a_corpus_for_a_project_deleted_meanwhile(project, tmp_path: Path) -> None:
-    from django.core.exceptions import ObjectDoesNotExist
-
+    # The documents' key to their project is checked by the database when the import commits.
     from annotation.services import corpus_import
 
     Project.objects.filter(pk=project.pk).delete()
-    with pytest.raises(ObjectDoesNotExist):
+    with pytest.raises(IntegrityError):
         corpus_import(project=project, path=write(tmp_path / "c.jsonl", [corpus_line("a")]))
     assert not Document.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_refuses_a_pool_item_of_a_missing_pool(db: None) -> None:
+    # Inserted the way pool_build inserts (COPY on PostgreSQL), past every check in Python.
+    from assay.db import bulk_insert
+    from pooling.models import PoolItem
+    from tests.conftest import small_project
+
+    item = small_project().pools.get().items.first()
+    assert item is not None
+    missing = Pool.objects.order_by("-pk").values_list("pk", flat=True)[0] + 1
+    row = (missing, item.query_id, item.document_id, "{}", 1, 0)
+    columns = ["pool_id", "query_id", "document_id", "provenance", "best_rank", "position"]
+    before = PoolItem.objects.count()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        bulk_insert(PoolItem, columns, [row])
+    assert PoolItem.objects.count() == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_corpus_failing_on_its_last_line_leaves_no_rows(project, tmp_path: Path) -> None:
+    # Committed for real (no test transaction around it): the corpus is streamed, so the
+    # documents before the bad line were already sent to the database, and are rolled back.
+    from annotation.services import corpus_import
+    from pooling.trec import FormatError
+
+    lines = [f"d{i}\tTitle {i}\tText of document {i}" for i in range(25_000)]
+    corpus = write(tmp_path / "c.tsv", [*lines, "broken line without a text"])
+    with pytest.raises(FormatError, match=r"c.tsv:25001"):
+        corpus_import(project=project, path=corpus)
+    assert snapshot() == (0, 0, 0, 0, 0)
 
 
 def test_it_reads_gzip_queries(project, tmp_path: Path) -> None:
@@ -142,8 +175,8 @@ def test_it_refuses_to_pool_documents_missing_from_the_corpus(project, tmp_path:
 
 
 def test_deleting_a_project_removes_its_bulk_loaded_rows_and_only_those(db: None) -> None:
-    # Documents, run lines and pool items carry no database constraint on these keys: the
-    # cascade is Django's, and it must leave nothing behind and touch no other project.
+    # The cascade is Django's (the database checks the keys): it must leave nothing behind
+    # and touch no other project.
     from pooling.models import PoolItem
     from tests.conftest import small_project
 

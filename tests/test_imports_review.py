@@ -124,13 +124,13 @@ def test_it_refuses_a_pool_with_no_pair_to_judge(project, tmp_path: Path) -> Non
 
 
 def test_the_pool_task_builds_nothing_when_nothing_is_to_judge(project, tmp_path: Path) -> None:
-    from pooling.tasks import pool_build_task
+    from judging.tasks import pool_open_task
 
     call_command("import_corpus", "docs", str(write(tmp_path / "c.tsv", ["a\ttext"])))
     call_command("import_queries", "docs", str(write(tmp_path / "q.tsv", ["q1\tone"])))
     call_command("import_runs", "docs", str(write(tmp_path / "r.run", ["Q1 Q0 a 1 1.0 s"])))
     before = snapshot()
-    assert pool_build_task(project.pk, [Run.objects.get().pk], 10, 1) is None
+    assert pool_open_task(project.pk, [Run.objects.get().pk], 10, 1) is None
     assert snapshot() == before
 
 
@@ -214,8 +214,8 @@ def test_the_exported_qrels_reimport_and_score_as_the_grades_say(
 def test_a_pool_task_failing_midway_keeps_nothing_and_its_retry_builds_one_pool(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pooling.services
-    from pooling.tasks import pool_build_task
+    import judging.services
+    from judging.tasks import pool_open_task
 
     runs = [run.pk for run in world.project.runs.all()]
     before = snapshot()
@@ -223,13 +223,13 @@ def test_a_pool_task_failing_midway_keeps_nothing_and_its_retry_builds_one_pool(
     def crash(**kwargs: object) -> int:
         raise ConnectionError("the database went away after the pool items")
 
-    monkeypatch.setattr(pooling.services, "work_units_create", crash)
+    monkeypatch.setattr(judging.services, "work_units_create", crash)
     with pytest.raises(ConnectionError):
-        pool_build_task(world.project.pk, runs, 2, 11)
+        pool_open_task(world.project.pk, runs, 2, 11)
     assert snapshot() == before
     monkeypatch.undo()
-    first = pool_build_task(world.project.pk, runs, 2, 11)
-    assert pool_build_task(world.project.pk, runs[::-1], 2, 11) == first
+    first = pool_open_task(world.project.pk, runs, 2, 11)
+    assert pool_open_task(world.project.pk, runs[::-1], 2, 11) == first
     after = snapshot()
     assert after[4] == before[4] + 1  # one pool more, with its items and work units once
     assert after[5] - before[5] == PoolItem.objects.filter(pool_id=first).count()
@@ -264,13 +264,13 @@ def test_it_imports_trec_dl_2019_and_refuses_a_second_import_of_the_run(
 
 def test_the_pool_task_refuses_runs_of_another_project(world: World) -> None:
     from annotation.services import project_create
+    from judging.tasks import pool_open_task
     from pooling.services import run_create
-    from pooling.tasks import pool_build_task
     from pooling.trec import RunRow
 
     other = project_create(slug="other", name="Other")
     foreign = run_create(project=other, name="x", ranked={"q": [RunRow("q", "d", 1, 1.0, "x")]})
     runs = [run.pk for run in world.project.runs.all()]
     before = snapshot()
-    assert pool_build_task(world.project.pk, [*runs, foreign.pk], 2, 11) is None
+    assert pool_open_task(world.project.pk, [*runs, foreign.pk], 2, 11) is None
     assert snapshot() == before

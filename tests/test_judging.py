@@ -11,8 +11,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from judging.models import Claim, ClaimState, Judgment, Kind, WorkUnit
+from judging.services import pool_open
 from pooling.models import Pool, PoolItem
-from pooling.services import pool_build, run_create
+from pooling.services import run_create
 from pooling.trec import RunRow
 from tests.conftest import World
 from tests.judging_helpers import (
@@ -256,7 +257,7 @@ def three_query_pool(world: World) -> Pool:
     project.queries.create(qid="q3", text="third question")
     ranked = {q: [RunRow(q, f"d{i}", i, 10.0 - i, "a") for i in (1, 2)] for q in ("q1", "q2", "q3")}
     run = run_create(project=project, name="c", ranked=ranked)
-    pool = pool_build(project=project, runs=[run], depth=2, seed=3)
+    pool = pool_open(project=project, runs=[run], depth=2, seed=3)
     WorkUnit.objects.filter(pool=pool).update(judges_needed=1)
     return pool
 

@@ -98,7 +98,8 @@ def test_it_asks_before_releasing_a_claim_or_publishing(live_server, page) -> No
 
     from annotation.models import ProtocolVersion
     from judging.models import Claim, ClaimState
-    from judging.services_claims import claim_next, current_pool
+    from judging.services_claims import claim_next
+    from pooling.services import current_pool
 
     project = a_project(alice="annotator", lena="lead")
     pool = current_pool(project)

@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from annotation.services import project_create
 from judging.models import Claim, ClaimState, WorkUnit
-from judging.services import claim_next
+from judging.services import claim_next, pool_open
 from pooling.models import Pool
-from pooling.services import pool_build, run_create
+from pooling.services import run_create
 from pooling.trec import RunRow
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -36,7 +36,7 @@ def build(queries: int, double: int) -> tuple[Pool, list[User]]:
         project.queries.create(qid=f"q{q:03d}", text=f"query {q}")
     ranked = {f"q{q:03d}": [RunRow(f"q{q:03d}", "d0", 1, 1.0, "r")] for q in range(queries)}
     run = run_create(project=project, name="r", ranked=ranked)
-    pool = pool_build(project=project, runs=[run], depth=1, seed=5)
+    pool = pool_open(project=project, runs=[run], depth=1, seed=5)
     units = WorkUnit.objects.filter(pool=pool).order_by("position")
     units.update(judges_needed=1)
     WorkUnit.objects.filter(pk__in=list(units.values_list("pk", flat=True)[:double])).update(

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 
 from annotation.services import project_create
+from judging.tasks import pool_open_task
 from pooling.models import Pool
 from pooling.services import run_create
-from pooling.tasks import pool_build_task
 from pooling.trec import RunRow
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -32,7 +32,7 @@ def test_a_redelivered_pool_task_waits_for_the_first_and_reuses_its_pool() -> No
     def deliver() -> None:
         try:
             start.wait()
-            results.append(pool_build_task(project.pk, [run.pk], 10, 3))
+            results.append(pool_open_task(project.pk, [run.pk], 10, 3))
         except BaseException as error:  # reported below
             errors.append(error)
         finally:

@@ -5,8 +5,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.cli import input_errors, project_by_slug
+from judging.services import pool_open
 from pooling.pooling import judging_budget
-from pooling.services import PoolingError, pool_build
+from pooling.services import PoolingError
 
 
 class Command(BaseCommand):
@@ -35,7 +36,7 @@ class Command(BaseCommand):
                 )
             runs = [by_name[name] for name in options["run"]]
         with input_errors(PoolingError):
-            pool = pool_build(
+            pool = pool_open(
                 project=project,
                 runs=runs,
                 depth=options["depth"],

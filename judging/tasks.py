@@ -1,4 +1,4 @@
-"""Celery tasks of pooling: thin wrappers that take ids and call one service."""
+"""Celery tasks of judging: thin wrappers that take ids and call one service."""
 
 from __future__ import annotations
 
@@ -8,17 +8,19 @@ from celery import shared_task
 from django.db import transaction
 
 from annotation.models import Project
+from pooling.models import Run
+from pooling.services import PoolingError
 
-from .models import Run
-from .services import PoolingError, pool_build
+from .services import pool_open
 
 log = logging.getLogger(__name__)
 
 
 @shared_task(acks_late=True)
 @transaction.atomic
-def pool_build_task(project_id: int, run_ids: list[int], depth: int, seed: int) -> int | None:
-    """Build a pool; idempotent: a pool with the same project, depth, seed and runs is reused.
+def pool_open_task(project_id: int, run_ids: list[int], depth: int, seed: int) -> int | None:
+    """Build a pool and open it for judging; idempotent: a pool with the same project, depth,
+    seed and runs is reused.
 
     The project row is locked first, so that a delivery of the same task while the first is
     still building (a broker's visibility timeout running out on a long build) waits for it
@@ -33,7 +35,7 @@ def pool_build_task(project_id: int, run_ids: list[int], depth: int, seed: int) 
         for pool in existing.prefetch_related("runs"):
             if {r.pk for r in pool.runs.all()} == {r.pk for r in runs}:
                 return pool.pk
-        return pool_build(project=project, runs=runs, depth=depth, seed=seed).pk
+        return pool_open(project=project, runs=runs, depth=depth, seed=seed).pk
     except PoolingError as error:
         # Not transient: retrying cannot help, so report it and stop.
         log.warning("pool for project %s not built: %s", project.slug, error)
