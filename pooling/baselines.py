@@ -24,7 +24,8 @@ import numpy as np
 import numpy.typing as npt
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from pooling.trec import CorpusDoc, QueryRow, RunRow
+from formats.beir import CorpusDoc, QueryRow
+from formats.trec import RunRow
 
 __all__ = [
     "BM25_B",

@@ -17,10 +17,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluation import fastio
-from evaluation.fastio import QrelsTable, RunTable, read_qrels_table, read_run_table
 from evaluation.measures import Contract, RunScores, evaluate, evaluate_files, parse_measures
-from pooling.trec import FormatError, RunRow, read_qrels, read_run
+from formats import blocks
+from formats.trec import (
+    FormatError,
+    QrelsTable,
+    RunRow,
+    RunTable,
+    read_qrels,
+    read_qrels_table,
+    read_run,
+    read_run_table,
+)
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 needs_data = pytest.mark.skipif(
@@ -503,7 +511,7 @@ def assert_same(a: RunScores, b: RunScores) -> None:
 
 
 def test_it_scores_a_run_spread_over_many_blocks(tmp_path, monkeypatch):
-    monkeypatch.setattr(fastio, "_BLOCK", 64)  # a few lines per block: queries span blocks
+    monkeypatch.setattr(blocks, "_BLOCK", 64)  # a few lines per block: queries span blocks
     rng = random.Random(7)
     run = {
         f"q{q}": ranked(f"q{q}", [f"d{rng.randrange(50)}x{i}" for i in range(20)]) for q in range(9)

@@ -16,17 +16,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pooling import fastpool as pooling
-from pooling.fastpool import format_pool_jsonl, format_pool_trec, pool_files, pool_table
+from formats import blocks
+from formats.trec import FormatError, RunRow, read_run
+from pooling import pooling
 from pooling.pooling import (
     Budget,
     PoolEntry,
     RunContribution,
     depth_pool,
+    format_pool_jsonl,
+    format_pool_trec,
     judging_budget,
+    pool_files,
     pool_stats,
+    pool_table,
 )
-from pooling.trec import FormatError, RunRow, read_run
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 DL19_RUNS = DATA / "trec-dl-2019-passage" / "runs"
@@ -384,7 +388,7 @@ def test_it_pools_random_run_files_as_depth_pool_pools_read_runs(
     block: int,
 ) -> None:
     # Tiny blocks split files mid-query, even mid-line, as large files are split.
-    monkeypatch.setattr(pooling, "_BLOCK_BYTES", block)
+    monkeypatch.setattr(blocks, "_BLOCK", block)
     folder = tmp_path_factory.mktemp("runs")
     paths = []
     for i, text in enumerate(texts):
