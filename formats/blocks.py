@@ -57,6 +57,8 @@ _ZEROS = np.uint64(0x3030303030303030)  # "00000000"
 _DIGIT_ADD = np.uint64(0x7676767676767676)  # a byte b - "0" < 10 iff adding 0x76 keeps bit 7 clear
 _DOTS = np.uint64(0x2E2E2E2E2E2E2E2E)  # "........"
 _POW10 = np.array([10.0**k for k in range(9)])
+_EXACT_DIGITS = 19  # the longest plain decimal mantissa read without numpy's string parser
+_POW10_WIDE = np.array([float(10**k) for k in range(_EXACT_DIGITS + 1)])  # all exact doubles
 
 
 class NotSplit(Exception):  # a signal to read with the line parser, never shown to a user
@@ -277,18 +279,20 @@ def _floats(cols: _Columns, j: int) -> F64:
     """Column j parsed as Python's float() parses it (correctly rounded), finite only.
 
     Short plain decimals (at most 8 bytes, such as ``-12.3456``) are parsed eight bytes at a
-    time by _short_decimals; the rest by numpy's conversion of bytes to float.
+    time by _short_decimals; the rest byte column by byte column by _long_decimals.
     """
     starts, lengths = cols.token(j)
     short = lengths <= 8
     word = cols.words()[starts] & _LOW[np.minimum(lengths, 8)]
     values, simple = _short_decimals(word, lengths)
     simple &= short
-    if not simple.all():
-        try:
-            values[~simple] = _text(cols, j)[~simple].astype(np.float64)
-        except ValueError as exc:
-            raise NotSplit from exc
+    rest = np.flatnonzero(~simple)
+    if len(rest):
+        if int(lengths[rest].max()) > _PAD:
+            raise NotSplit  # a token longer than the padding: rare enough for the line parser
+        values[rest] = _long_decimals(
+            _columns(cols.buf, starts[rest], lengths[rest]), lengths[rest]
+        )
     if not np.isfinite(values).all():
         raise NotSplit
     return values
@@ -321,6 +325,91 @@ def _short_decimals(word: U64, lengths: I64) -> tuple[F64, Bools]:
     after = np.where(has_dot, n_chars - 1 - dot, 0).clip(0, 8)
     values = mantissa.astype(np.float64) / _POW10[after]
     return np.where(first == ord("-"), -values, values), ok
+
+
+def _columns(buf: U8, starts: I64, length: I64) -> U8:
+    """Tokens zero-padded, byte by byte: (width, tokens), the layout in which numpy is
+    quick at per-byte work. The width is a multiple of four (see :func:`_long_decimals`)."""
+    width = int(length.max(initial=0))
+    columns = np.zeros((-(-width // 4) * 4, len(starts)), np.uint8)
+    index = starts.copy()
+    for column in range(width):
+        np.take(buf, index, out=columns[column])
+        if column:  # zero what lies past a field's end (every field has its first byte)
+            columns[column] *= length > column
+        index += 1
+    return columns
+
+
+def _column_sum(flags: U8) -> npt.NDArray[np.uint16]:
+    """Sum a (width, n) array of small numbers down its columns (a width of at most 256)."""
+    return np.add.reduce(flags, axis=0, dtype=np.uint16)
+
+
+def _long_decimals(columns: U8, length: I64) -> F64:
+    """Tokens (as :func:`_columns` lays them out) as ``float()`` reads them, bit for bit.
+
+    A plain decimal (``[+-]digits[.digits]``) is M / 10**k. With up to 15 digits, M and
+    10**k are exact doubles and IEEE division rounds M / 10**k correctly, as ``float()``
+    rounds the decimal. Up to 19 digits (what ``repr`` of a double prints, with a leading
+    zero) take x86 extended precision, see :func:`_wide_quotient`. Any other token
+    (exponent, more digits, malformed) goes through numpy's string parser, which gives
+    what ``float()`` gives and refuses what it refuses.
+    """
+    # Byte arithmetic on 0/1 arrays and explicit small-integer sums: numpy's where,
+    # count_nonzero and argmax along the columns cost several times as much here.
+    value = columns - np.uint8(48)  # digits become 0-9; every other byte wraps above 9
+    digit, dot = (value < 10).view(np.uint8), (columns == 46).view(np.uint8)
+    signed = (columns[0] == 43) | (columns[0] == 45)
+    n_digits, n_dots = _column_sum(digit), _column_sum(dot)
+    plain = (n_digits + n_dots + signed == length) & (n_dots <= 1)
+    plain &= (n_digits >= 1) & (n_digits <= _EXACT_DIGITS)
+    # Horner, left to right: M = M * 10 + digit, where a sign, the dot or padding multiply by
+    # 1 and add 0. Four columns are first folded into one (10**4 and 9999 fit 16 bits), so
+    # that only a quarter of the steps run on 64-bit numbers.
+    times, plus = digit * np.uint8(9) + np.uint8(1), value * digit
+    times, plus = times[0::2] * times[1::2], plus[0::2] * times[1::2] + plus[1::2]
+    times, plus = (
+        times[0::2].astype(np.uint16) * times[1::2],
+        plus[0::2].astype(np.uint16) * times[1::2] + plus[1::2],
+    )
+    mantissa = np.zeros(len(length), np.uint64)
+    for factor, digits in zip(times, plus, strict=True):
+        mantissa *= factor
+        mantissa += digits
+    dot_at = _column_sum(dot * np.arange(len(columns), dtype=np.uint8)[:, None])
+    decimals = np.where(n_dots == 1, length - 1 - dot_at, 0).clip(0, _EXACT_DIGITS)
+    score = mantissa.astype(np.float64) / _POW10_WIDE[decimals]
+    long = np.flatnonzero(plain & (n_digits > 15))
+    if len(long):
+        score[long], exact = _wide_quotient(mantissa[long], decimals[long])
+        plain[long] &= exact
+    score = np.where(columns[0] == 45, -score, score)  # keeps -0.0 as float() does
+    other = np.flatnonzero(~plain)
+    if len(other):
+        try:
+            tokens = np.ascontiguousarray(columns[:, other].T).view(f"S{len(columns)}")
+            score[other] = tokens.reshape(len(other)).astype(np.float64)
+        except ValueError as exc:
+            raise NotSplit from exc
+    return score
+
+
+def _wide_quotient(mantissa: U64, decimals: I64) -> tuple[F64, Bools]:
+    """M / 10**k for mantissas of 16 to 19 digits, and whether each result is exact.
+
+    In x86 extended precision (64-bit significand) M and 10**k are exact and the quotient
+    is correctly rounded; rounding it again to a double is correct unless the first
+    rounding landed exactly halfway between two doubles, which is the case reported as
+    not exact. Where long double is no wider than a double, nothing is exact here.
+    """
+    if np.finfo(np.longdouble).nmant < 63:
+        return np.zeros(len(mantissa)), np.zeros(len(mantissa), dtype=bool)
+    quotient = mantissa.astype(np.longdouble) / _POW10_WIDE[decimals].astype(np.longdouble)
+    score = quotient.astype(np.float64)
+    off = quotient - score  # exact: the two are within one double ulp
+    beyond = np.nextafter(score, np.where(off > 0, np.inf, -np.inf))
+    return score, (off == 0) | (off != beyond.astype(np.longdouble) - quotient)
 
 
 def _zero_bytes(x: U64) -> U64:

@@ -358,9 +358,9 @@ def key_strings(keys: U64, lengths: I64) -> list[str]:
     """The ids whose keys and byte lengths these are (the inverse of :func:`pack_keys`)."""
     raw = keys.astype(">u8").view(np.uint8).reshape(len(keys), 8 * keys.shape[1])
     fixed = raw.view(f"S{raw.shape[1]}").reshape(len(keys))
-    texts: list[str] = np.char.decode(fixed, "utf-8").tolist()
+    texts: list[str] = fixed.astype(np.dtypes.StringDType()).tolist()  # decodes UTF-8
     # A fixed-width bytes array drops trailing NUL bytes, which an id may (rarely) end with.
-    for i in np.flatnonzero(np.char.str_len(fixed) != lengths).tolist():
+    for i in np.flatnonzero(np.strings.str_len(fixed) != lengths).tolist():
         texts[i] = raw[i, : lengths[i]].tobytes().decode("utf-8")
     return texts
 

@@ -581,6 +581,21 @@ def test_it_reports_a_bad_run_line_like_the_reference_reader(tmp_path, text, lin
         read_run_table(path)
 
 
+def test_it_reads_long_decimals_in_bulk_to_the_last_bit(tmp_path):
+    # Scores longer than eight bytes (repr of a double, many decimals) are read in bulk,
+    # byte column by byte column, and must equal float() bit for bit.
+    rng = random.Random(3)
+    scores = [repr(rng.uniform(-1e4, 1e4)) for _ in range(300)]
+    scores += [f"{rng.uniform(0, 100):.{rng.randrange(6, 17)}f}" for _ in range(300)]
+    scores += ["0.30000000000000004", "-123456789.123456789", "2.5e-1", "12345678.9"]
+    lines = [f"q{i % 7} Q0 d{i} {i} {score} t\n" for i, score in enumerate(scores)]
+    path = tmp_path / "run"
+    path.write_text("".join(lines), encoding="ascii")
+    pieces = list(blocks.run_blocks(path))  # no NotSplit: no line parser involved
+    assert [float(s) for s in scores] == np.concatenate([p.scores for p in pieces]).tolist()
+    assert _rows(read_run_table(path)) == _rows(RunTable.from_mapping(read_run(path)))
+
+
 def test_it_reads_qrels_like_the_reference_reader(tmp_path):
     path = write_qrels(tmp_path / "qrels", {"1": {"a": 3, "bb": -1}, "2": {"a": 0}})
     table, reference_table = read_qrels_table(path), QrelsTable.from_mapping(read_qrels(path))
