@@ -107,7 +107,8 @@ def best_of(runs: list[tuple[float, float, float, str]]) -> tuple[float, float, 
 
 def time_core(paths: list[Path], depth: int, repeat: int) -> float:
     """The pooling core alone, in this process: pool, statistics and the JSON lines."""
-    from pooling.pooling import format_pool_jsonl, pool_table
+    from pooling.output import format_pool_jsonl
+    from pooling.pooling import pool_table
 
     times = []
     for _ in range(repeat):

@@ -63,6 +63,7 @@ from formats.trec import (
     lexsort_keys,
     read_qrels_table,
     read_run,
+    trec_order,
 )
 
 __all__ = [
@@ -288,7 +289,7 @@ def rank_rows(codes: I32, scores: npt.NDArray[np.floating], keys: U64) -> Ranked
     same = codes[1:] == codes[:-1]
     heads = codes[np.concatenate(([True], ~same))]
     if len(np.unique(heads)) != len(heads) or (same & (scores[1:] > scores[:-1])).any():
-        order = np.lexsort([*lexsort_keys(keys, descending=True), -scores, codes])
+        order = trec_order(codes, scores, keys)
         codes, keys = codes[order], keys[order]
         return Ranked(codes, keys, ranks_within(codes), None)
     tied = same & (scores[1:] == scores[:-1])

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 import numpy.typing as npt
@@ -400,14 +400,16 @@ def has_duplicates(codes: I32, keys: U64) -> bool:
     return bool((same_key & (codes[order][1:] == codes[order][:-1])).any())
 
 
-def single(scores: F64) -> F32:
+def single(scores: npt.NDArray[np.floating[Any]]) -> F32:
     """Scores as trec_eval compares them: it holds them in a C ``float``, so two scores
     that differ only beyond single precision tie (a score beyond its range is infinite)."""
     with np.errstate(over="ignore"):
         return scores.astype(np.float32)
 
 
-def trec_order(codes: I32 | I64, scores: F64, keys: U64, lengths: I64 | None = None) -> I64:
+def trec_order(
+    codes: I32 | I64, scores: npt.NDArray[np.floating[Any]], keys: U64, lengths: I64 | None = None
+) -> I64:
     """An order that groups rows by query code (ascending) and sorts each query as
     trec_eval does: score in single precision descending, then docid descending.
 

@@ -19,13 +19,12 @@ from hypothesis import strategies as st
 from formats import blocks
 from formats.trec import FormatError, RunRow, read_run
 from pooling import pooling
+from pooling.output import format_pool_jsonl, format_pool_trec
 from pooling.pooling import (
     Budget,
     PoolEntry,
     RunContribution,
     depth_pool,
-    format_pool_jsonl,
-    format_pool_trec,
     judging_budget,
     pool_files,
     pool_stats,
