@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # time_core imports this checkout, not an installed copy
 OUT = REPO / "bench" / "out" / "pool"
 N_RUNS, N_QUERIES, N_DOCS = 10, 300, 1000
 CORPUS_SIZE = 8_841_823  # the MS MARCO passage corpus, so docids look like real ones
