@@ -96,6 +96,22 @@ def test_it_rejects_a_depth_below_one(depth: int) -> None:
         depth_pool(RUNS, depth=depth)
 
 
+def test_it_keeps_the_first_position_of_a_document_a_list_repeats() -> None:
+    runs = {"A": {"q": ranked("A", "q", "d1", "d2", "d1", "d3")}}
+    assert depth_pool(runs, depth=3) == [
+        PoolEntry("q", "d1", {"A": 1}),
+        PoolEntry("q", "d2", {"A": 2}),
+    ]
+
+
+def test_it_counts_runs_of_the_entries_that_are_not_named_but_reports_only_the_named() -> None:
+    stats = pool_stats(EXPECTED, ["A", "B"])
+    assert [run.name for run in stats.runs] == ["A", "B"]
+    assert stats.total == len(EXPECTED)
+    assert stats.contribution("B") == RunContribution("B", 2, 1)  # d1 shared with A, d3 alone
+    assert set(stats.shared) == {("A", "B")}
+
+
 def test_it_summarises_a_pool() -> None:
     stats = pool_stats(EXPECTED, ["A", "B", "C", "D"])
     # Sizes per query: q1 4, q2 2, q3 1.
