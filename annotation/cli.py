@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from django.core.management.base import CommandError
 
-from pooling.trec import FormatError
+from formats.text import FormatError
 
 from .models import Project
 

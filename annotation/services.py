@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from assay.db import bulk_insert, max_length
-from pooling.trec import FormatError, iter_corpus, iter_queries
+from formats.beir import FormatError, iter_corpus, iter_queries
 
 from .models import (
     Document,

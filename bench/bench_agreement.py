@@ -44,7 +44,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.machine import describe
-from pooling.trec import read_qrels
+from formats.trec import read_qrels
 
 RESAMPLES = 10_000
 LOOP_SAMPLE = 200

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # time_core imports this checkout, not an installed copy
 OUT = REPO / "bench" / "out" / "pool"
 N_RUNS, N_QUERIES, N_DOCS = 10, 300, 1000
 CORPUS_SIZE = 8_841_823  # the MS MARCO passage corpus, so docids look like real ones
@@ -107,7 +108,8 @@ def best_of(runs: list[tuple[float, float, float, str]]) -> tuple[float, float, 
 
 def time_core(paths: list[Path], depth: int, repeat: int) -> float:
     """The pooling core alone, in this process: pool, statistics and the JSON lines."""
-    from pooling.fastpool import format_pool_jsonl, pool_table
+    from pooling.output import format_pool_jsonl
+    from pooling.pooling import pool_table
 
     times = []
     for _ in range(repeat):

@@ -20,10 +20,11 @@ from annotation.services import (
     protocol_publish,
     queries_import,
 )
+from formats.beir import iter_corpus, iter_queries
+from formats.trec import RunRow, rank_run
 from judging.services import pool_open
 from pooling.baselines import run_baselines
 from pooling.services import run_create
-from pooling.trec import RunRow, iter_corpus, iter_queries, rank_run
 
 DEMO_DIR = Path(__file__).resolve().parent
 SLUG = "quillmate-help"

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from pooling.trec import FormatError, RunRow, open_text
+from formats.trec import FormatError, RunRow, open_text
 
 from .stats import Comparison, bootstrap_interval, compare_summary, paired_summary
 

@@ -49,20 +49,22 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from evaluation.fastio import (
+from evaluation.judged import JudgedIndex
+from formats.trec import (
     I32,
     U64,
-    JudgedIndex,
-    NotFast,
+    NotSplit,
     QrelsTable,
+    RunRow,
     RunTable,
     concat_tables,
     has_duplicates,
     iter_run_pieces,
     lexsort_keys,
     read_qrels_table,
+    read_run,
+    trec_order,
 )
-from pooling.trec import RunRow, read_run
 
 __all__ = [
     "Contract",
@@ -287,7 +289,7 @@ def rank_rows(codes: I32, scores: npt.NDArray[np.floating], keys: U64) -> Ranked
     same = codes[1:] == codes[:-1]
     heads = codes[np.concatenate(([True], ~same))]
     if len(np.unique(heads)) != len(heads) or (same & (scores[1:] > scores[:-1])).any():
-        order = np.lexsort([*lexsort_keys(keys, descending=True), -scores, codes])
+        order = trec_order(codes, scores, keys)
         codes, keys = codes[order], keys[order]
         return Ranked(codes, keys, ranks_within(codes), None)
     tied = same & (scores[1:] == scores[:-1])
@@ -382,15 +384,6 @@ def _qmap(qids: tuple[str, ...], judgments: _Judgments, known: I64) -> I64:
     return np.concatenate((known, np.array(fresh, dtype=np.int64)))
 
 
-def _slice(table: RunTable, start: int, stop: int) -> RunTable:
-    return RunTable(
-        table.qids,
-        table.qid_codes[start:stop],
-        table.doc_keys[start:stop],
-        table.scores[start:stop],
-    )
-
-
 def _score_stream(pieces: Iterator[RunTable], stats: _Stats) -> None:
     """Score a run piece by piece, holding back the rows of the last query of each piece
     until the next piece shows whether that query goes on. Memory stays one piece."""
@@ -406,8 +399,8 @@ def _score_stream(pieces: Iterator[RunTable], stats: _Stats) -> None:
         codes = rows.qid_codes
         change = np.flatnonzero(codes[1:] != codes[:-1])
         tail = int(change[-1]) + 1 if len(change) else 0
-        _score_complete(_slice(rows, 0, tail), qmap, done, stats)
-        pending = _slice(rows, tail, len(codes))
+        _score_complete(rows.take(slice(0, tail)), qmap, done, stats)
+        pending = rows.take(slice(tail, len(codes)))
     if pending is not None:
         _score_complete(pending, qmap, done, stats)
 
@@ -505,7 +498,7 @@ def evaluate_files(
 
     The qrels are read once. A run is read and scored block by block (a few MB at a time)
     when its queries are written together, as tools write them; otherwise it is read whole.
-    Raises :class:`pooling.trec.FormatError` naming the file and line of a bad input line.
+    Raises :class:`formats.trec.FormatError` naming the file and line of a bad input line.
     """
     specs = tuple(_parse_one(name) for name in parse_measures(measures))
     judgments = _Judgments.build(read_qrels_table(qrels_path), contract)
@@ -514,8 +507,8 @@ def evaluate_files(
 
 def _score_file(path: str | Path, specs: tuple[_Spec, ...], judgments: _Judgments) -> RunScores:
     """Stream the run when each query's rows are together (as tools write runs), else read
-    it whole; when the fast reader declines the file, use the reference reader."""
-    with contextlib.suppress(NotFast, _DuplicateDocument):
+    it whole; when the bulk reader declines the file, read it with the line parser."""
+    with contextlib.suppress(NotSplit, _DuplicateDocument):
         try:
             stats = _Stats.empty(specs, judgments)
             _score_stream(iter_run_pieces(path), stats)
@@ -523,8 +516,8 @@ def _score_file(path: str | Path, specs: tuple[_Spec, ...], judgments: _Judgment
         except _Ungrouped:
             table = concat_tables(list(iter_run_pieces(path)))
             return _score_table(table, _Stats.empty(specs, judgments))
-    # The reference reader raises FormatError at the first bad line; when it finds none,
-    # its rows are right (the fast reader only declined an unusual layout).
+    # The line parser raises FormatError at the first bad line; when it finds none, its
+    # rows are right (the bulk reader only declined an unusual layout).
     return _score_table(RunTable.from_mapping(read_run(path)), _Stats.empty(specs, judgments))
 
 

@@ -8,8 +8,8 @@ from typing import Protocol
 from django.contrib.auth.models import User
 
 from annotation.models import Project
+from formats.trec import format_qrels_line
 from judging.models import Judgment, Kind
-from pooling.trec import format_qrels_line
 
 
 class Writer(Protocol):

@@ -7,9 +7,12 @@ gate's verdict, a paired bootstrap interval, the sign test, the paired t-test an
 randomisation test; then Holm's correction, Kendall's tau between leaderboards and the sample
 size arithmetic.
 
-This module is a pure core: no Django, numpy arrays in, frozen dataclasses out. The special
-functions it needs (normal quantiles, the Student t CDF, binomial tails) are implemented here so
-that scipy stays a test dependency.
+The tests scipy has (the paired t-test, the exact binomial sign test, Kendall's tau-b) are
+scipy's; normal quantiles are the standard library's (``statistics.NormalDist``). What is
+written here is what scipy does not offer at this speed or memory: the paired bootstrap and
+the randomisation test, drawn in blocks, and the gate's arithmetic around them.
+
+This module is a pure core: no Django, numpy arrays in, frozen dataclasses out.
 """
 
 from __future__ import annotations
@@ -17,13 +20,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
+from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-
-from .special import betainc, normal_quantile, student_t_cdf, t_two_sided_p
+from scipy import stats as sps
 
 __all__ = [
     "BootstrapInterval",
@@ -44,7 +46,6 @@ __all__ = [
     "permutation_test",
     "queries_needed",
     "sign_test",
-    "student_t_cdf",
 ]
 
 Verdict = Literal["regression", "improvement", "inconclusive"]
@@ -55,9 +56,16 @@ FloatArray = npt.NDArray[np.float64]
 CHUNK_ELEMENTS = 1 << 22
 # 2**20 sign patterns (8 MiB of sums) is the largest exact enumeration worth doing inline.
 EXACT_PERMUTATION_MAX_N = 20
-# Above this many non-tied queries the exact big-integer binomial sum gets slow (it is
-# O(m**2) bit operations); the incomplete beta form is then used, accurate to ~1e-12.
-EXACT_BINOMIAL_MAX_M = 20_000
+
+
+def normal_quantile(p: float) -> float:
+    """Standard normal quantile ``Phi^{-1}(p)`` (Wichura's AS 241, as the standard library
+    computes it); -inf at 0 and +inf at 1, the limits."""
+    if not 0 <= p <= 1:
+        raise ValueError(f"probability must be in [0, 1], got {p}")
+    if p in (0, 1):
+        return math.copysign(math.inf, p - 0.5)
+    return NormalDist().inv_cdf(p)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,45 +246,36 @@ class PermutationTest:
 def sign_test(wins: int, losses: int) -> float:
     """Exact two-sided sign test; ties are discarded before calling.
 
-    ``p = min(1, 2 * P(X <= min(wins, losses)))`` with ``X ~ Bin(wins + losses, 1/2)``. For
-    ``p = 1/2`` the binomial is symmetric, so this equals scipy's ``binomtest(...).pvalue``,
-    which sums every outcome no more likely than the observed one.
+    ``p = min(1, 2 * P(X <= min(wins, losses)))`` with ``X ~ Bin(wins + losses, 1/2)``:
+    scipy's ``binomtest(...).pvalue``, which for ``p = 1/2`` (a symmetric binomial) sums the
+    same tails. No queries moved (``wins = losses = 0``) is no evidence: ``p = 1``.
     """
     if wins < 0 or losses < 0:
         raise ValueError("wins and losses must be non-negative")
-    m, k = wins + losses, min(wins, losses)
-    if 2 * k >= m:  # includes m == 0: no evidence either way
+    m = wins + losses
+    if m == 0:
         return 1.0
-    if m <= EXACT_BINOMIAL_MAX_M:
-        return min(1.0, float(Fraction(2 * _binomial_head(m, k), 2**m)))
-    # P(X <= k) = I_{1/2}(m - k, k + 1) for X ~ Bin(m, 1/2).
-    return min(1.0, 2 * betainc(m - k, k + 1, 0.5, 0.5))
-
-
-def _binomial_head(m: int, k: int) -> int:
-    """``sum_{i=0..k} C(m, i)`` in exact integers, each term from the previous one."""
-    term = total = 1
-    for i in range(k):
-        term = term * (m - i) // (i + 1)
-        total += term
-    return total
+    return min(1.0, float(sps.binomtest(wins, m, 0.5).pvalue))
 
 
 def paired_t_test(d: npt.ArrayLike) -> TTest:
-    """Paired t-test, equal to ``scipy.stats.ttest_rel(b, a)``.
+    """Paired t-test: scipy's ``ttest_rel(b, a)``, on the differences ``d = b - a``.
 
-    ``t = mean(d) / (sd(d) / sqrt(n))``, ``p = 2 * P(T_{n-1} > |t|) = I_{df/(df+t^2)}(df/2, 1/2)``.
-    When every difference is equal: all zero gives ``t = 0, p = 1`` (nothing changed; scipy
-    returns NaN), a non-zero constant gives ``t = +-inf, p = 0`` (as scipy does).
+    ``t = mean(d) / (sd(d) / sqrt(n))``, ``p = 2 * P(T_{n-1} > |t|)``. When every difference
+    is equal scipy has no answer (NaN); here all zero gives ``t = 0, p = 1`` (nothing
+    changed) and a non-zero constant ``t = +-inf, p = 0`` (a change without any spread).
     """
     diffs = _as_differences(d, minimum=2)
     n = diffs.size
     mean, sd = float(diffs.mean()), float(diffs.std(ddof=1))
     if sd == 0:
-        t = 0.0 if mean == 0 else math.copysign(math.inf, mean)
-    else:
-        t = mean / (sd / math.sqrt(n))
-    return TTest(t, n - 1, t_two_sided_p(t, n - 1))
+        return (
+            TTest(0.0, n - 1, 1.0)
+            if mean == 0
+            else TTest(math.copysign(math.inf, mean), n - 1, 0.0)
+        )
+    result = sps.ttest_1samp(diffs, 0.0)
+    return TTest(float(result.statistic), n - 1, float(result.pvalue))
 
 
 def permutation_test(
@@ -375,23 +374,17 @@ def holm(pvalues: npt.ArrayLike) -> FloatArray:
 
 
 def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
-    """Kendall's tau-b, equal to ``scipy.stats.kendalltau(x, y).statistic``.
+    """Kendall's tau-b: scipy's ``kendalltau(x, y).statistic``.
 
-    Over all pairs ``i < j`` with ``sx = sign(x_i - x_j)``, ``sy = sign(y_i - y_j)``:
-    ``tau_b = sum(sx * sy) / sqrt(sum(sx^2) * sum(sy^2))``, i.e. concordant minus discordant
-    over the geometric mean of the pairs untied in each ranking. O(n^2) memory, fine for a
-    leaderboard of systems. NaN when either ranking is constant (tau is undefined).
+    Concordant minus discordant pairs over the geometric mean of the pairs untied in each
+    ranking. NaN when either ranking is constant (tau is undefined), without scipy's warning.
     """
     xs, ys = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if xs.ndim != 1 or xs.shape != ys.shape or xs.size < 2:
         raise ValueError("need two aligned 1-D arrays of at least 2 values")
-    upper = np.triu_indices(xs.size, k=1)
-    sx = np.sign(xs[:, None] - xs[None, :])[upper]
-    sy = np.sign(ys[:, None] - ys[None, :])[upper]
-    untied_x, untied_y = float(np.abs(sx).sum()), float(np.abs(sy).sum())
-    if untied_x == 0 or untied_y == 0:
+    if (xs == xs[0]).all() or (ys == ys[0]).all():
         return math.nan
-    return float((sx * sy).sum()) / math.sqrt(untied_x * untied_y)
+    return float(sps.kendalltau(xs, ys).statistic)
 
 
 def kendall_tau_between(scores_a: Mapping[str, float], scores_b: Mapping[str, float]) -> float:

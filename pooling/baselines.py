@@ -7,7 +7,7 @@ error code or a part number typed in a query matches the same string in a docume
 Output rules, common to every baseline: at most ``k`` rows per query, only documents with
 a score above zero (a document sharing no term with the query is not retrieved, however
 short the list), ranks 1..n in trec_eval order (score descending, then docid descending,
-see :func:`pooling.trec.rank_run`), so the written run means the same thing to trec_eval.
+see :func:`formats.trec.rank_run`), so the written run means the same thing to trec_eval.
 
 This module is a pure core: no Django, plain records in, frozen dataclasses out.
 """
@@ -24,7 +24,8 @@ import numpy as np
 import numpy.typing as npt
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from pooling.trec import CorpusDoc, QueryRow, RunRow
+from formats.beir import CorpusDoc, QueryRow
+from formats.trec import RunRow
 
 __all__ = [
     "BM25_B",

@@ -13,10 +13,10 @@ from django.db import connection, transaction
 
 from annotation.models import Document, Project
 from assay.db import bulk_insert, max_length, placeholders
+from formats.trec import RunRow, read_run
 
 from .models import Pool, PoolItem, Run, RunResult
 from .pooling import PoolEntry, depth_pool
-from .trec import RunRow, read_run
 
 
 class PoolingError(ValueError):

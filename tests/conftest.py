@@ -11,9 +11,9 @@ from django.test import Client
 
 from annotation.models import Project, Role
 from annotation.services import membership_set, project_create, protocol_publish
+from formats.trec import RunRow
 from judging.services import pool_open
 from pooling.services import run_create
-from pooling.trec import RunRow
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from annotation.models import Project, Role
 from annotation.services import membership_set
+from formats.trec import RunRow
 from judging import services_claims
 from judging.models import Claim, ClaimState, JudgingPolicy, WorkUnit
 from judging.services import (
@@ -22,7 +23,6 @@ from judging.services import (
 from judging.services_claims import claim_reassign, claim_release, claims_expire
 from pooling.models import Pool, PoolItem
 from pooling.services import run_create
-from pooling.trec import RunRow
 from tests.conftest import World, make_user
 from tests.judging_helpers import answer, before_calling, judge_page, places_out_of_step
 

@@ -135,7 +135,7 @@ def test_it_names_file_and_line_of_a_bad_run(tmp_path: Path) -> None:
 @pytest.mark.skipif(not DATA.exists(), reason="real TREC data (../shared/data) not present")
 def test_it_agrees_with_pytrec_eval_on_real_runs(tmp_path: Path) -> None:
     pytrec_eval = pytest.importorskip("pytrec_eval")
-    from pooling.trec import read_qrels, read_run
+    from formats.trec import read_qrels, read_run
 
     qrels_path = DATA / "qrels.dl19-passage.txt"
     base_path = DATA / "runs" / "bm25base_p.judged-topics.run.gz"

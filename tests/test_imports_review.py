@@ -12,9 +12,9 @@ from django.core.management.base import CommandError
 
 from annotation.models import Document, Project, Query
 from annotation.services import project_create
+from formats.trec import FormatError, read_run
 from judging.models import WorkUnit
 from pooling.models import Pool, PoolItem, Run, RunResult
-from pooling.trec import FormatError, read_run
 from tests.conftest import World
 
 pytestmark = pytest.mark.django_db
@@ -171,7 +171,7 @@ def test_it_says_when_the_output_cannot_be_written(world: World, tmp_path: Path)
 def test_the_exported_qrels_reimport_and_score_as_the_grades_say(
     world: World, tmp_path: Path
 ) -> None:
-    from pooling.trec import RunRow, read_qrels, write_run
+    from formats.trec import RunRow, read_qrels, write_run
 
     pool = Pool.objects.get(project=world.project)
     items = {
@@ -264,9 +264,9 @@ def test_it_imports_trec_dl_2019_and_refuses_a_second_import_of_the_run(
 
 def test_the_pool_task_refuses_runs_of_another_project(world: World) -> None:
     from annotation.services import project_create
+    from formats.trec import RunRow
     from judging.tasks import pool_open_task
     from pooling.services import run_create
-    from pooling.trec import RunRow
 
     other = project_create(slug="other", name="Other")
     foreign = run_create(project=other, name="x", ranked={"q": [RunRow("q", "d", 1, 1.0, "x")]})

@@ -10,11 +10,11 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from formats.trec import RunRow
 from judging.models import Claim, ClaimState, Judgment, Kind, WorkUnit
 from judging.services import pool_open
 from pooling.models import Pool, PoolItem
 from pooling.services import run_create
-from pooling.trec import RunRow
 from tests.conftest import World
 from tests.judging_helpers import (
     answer,

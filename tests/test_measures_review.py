@@ -16,8 +16,8 @@ import pytest
 from agreement.report import agreement_report
 from evaluation.measures import Contract, evaluate_files
 from evaluation.stats import bootstrap_interval, paired_t_test, sign_test
-from pooling.fastpool import pool_files
-from pooling.trec import read_qrels
+from formats.trec import read_qrels
+from pooling.pooling import pool_files
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DL20 = DATA / "trec-dl-2020-passage"

@@ -18,8 +18,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from formats.trec import read_run
 from pooling.pooling import depth_pool
-from pooling.trec import read_run
 
 REPO = Path(__file__).resolve().parents[1]
 

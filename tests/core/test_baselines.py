@@ -6,6 +6,8 @@ from collections import Counter
 
 import pytest
 
+from formats.beir import CorpusDoc, QueryRow
+from formats.trec import RunRow
 from pooling.baselines import (
     STOPWORDS,
     bm25_idf,
@@ -16,7 +18,6 @@ from pooling.baselines import (
     tfidf_run,
     tokenize,
 )
-from pooling.trec import CorpusDoc, QueryRow, RunRow
 
 HELP_CENTRE = [
     (

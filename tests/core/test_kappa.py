@@ -37,7 +37,7 @@ from agreement.report import (
     TRAP_SENTENCE,
     agreement_report,
 )
-from pooling.trec import FormatError, read_qrels
+from formats.trec import FormatError, read_qrels
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 NO_DATA = "real judgment data (../shared/data) not present"

@@ -17,10 +17,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluation import fastio
-from evaluation.fastio import QrelsTable, RunTable, read_qrels_table, read_run_table
 from evaluation.measures import Contract, RunScores, evaluate, evaluate_files, parse_measures
-from pooling.trec import FormatError, RunRow, read_qrels, read_run
+from formats import blocks
+from formats.trec import (
+    FormatError,
+    QrelsTable,
+    RunRow,
+    RunTable,
+    read_qrels,
+    read_qrels_table,
+    read_run,
+    read_run_table,
+)
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 needs_data = pytest.mark.skipif(
@@ -503,7 +511,7 @@ def assert_same(a: RunScores, b: RunScores) -> None:
 
 
 def test_it_scores_a_run_spread_over_many_blocks(tmp_path, monkeypatch):
-    monkeypatch.setattr(fastio, "_BLOCK", 64)  # a few lines per block: queries span blocks
+    monkeypatch.setattr(blocks, "_BLOCK", 64)  # a few lines per block: queries span blocks
     rng = random.Random(7)
     run = {
         f"q{q}": ranked(f"q{q}", [f"d{rng.randrange(50)}x{i}" for i in range(20)]) for q in range(9)
@@ -571,6 +579,21 @@ def test_it_reports_a_bad_run_line_like_the_reference_reader(tmp_path, text, lin
         evaluate_files(qrels, [path], ["map"])
     with pytest.raises(FormatError, match=pattern):
         read_run_table(path)
+
+
+def test_it_reads_long_decimals_in_bulk_to_the_last_bit(tmp_path):
+    # Scores longer than eight bytes (repr of a double, many decimals) are read in bulk,
+    # byte column by byte column, and must equal float() bit for bit.
+    rng = random.Random(3)
+    scores = [repr(rng.uniform(-1e4, 1e4)) for _ in range(300)]
+    scores += [f"{rng.uniform(0, 100):.{rng.randrange(6, 17)}f}" for _ in range(300)]
+    scores += ["0.30000000000000004", "-123456789.123456789", "2.5e-1", "12345678.9"]
+    lines = [f"q{i % 7} Q0 d{i} {i} {score} t\n" for i, score in enumerate(scores)]
+    path = tmp_path / "run"
+    path.write_text("".join(lines), encoding="ascii")
+    pieces = list(blocks.run_blocks(path))  # no NotSplit: no line parser involved
+    assert [float(s) for s in scores] == np.concatenate([p.scores for p in pieces]).tolist()
+    assert _rows(read_run_table(path)) == _rows(RunTable.from_mapping(read_run(path)))
 
 
 def test_it_reads_qrels_like_the_reference_reader(tmp_path):

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from pooling.fastpool import pool_files
-from pooling.pooling import PoolEntry
+from pooling.pooling import PoolEntry, pool_files
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 RUNS = DATA / "trec-dl-2019-passage" / "runs"

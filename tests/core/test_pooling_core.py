@@ -16,17 +16,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pooling import fastpool as pooling
-from pooling.fastpool import format_pool_jsonl, format_pool_trec, pool_files, pool_table
+from formats import blocks
+from formats.trec import FormatError, RunRow, read_run
+from pooling import pooling
+from pooling.output import format_pool_jsonl, format_pool_trec
 from pooling.pooling import (
     Budget,
     PoolEntry,
     RunContribution,
     depth_pool,
     judging_budget,
+    pool_files,
     pool_stats,
+    pool_table,
 )
-from pooling.trec import FormatError, RunRow, read_run
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 DL19_RUNS = DATA / "trec-dl-2019-passage" / "runs"
@@ -91,6 +94,22 @@ def test_it_pools_whole_lists_when_depth_exceeds_them() -> None:
 def test_it_rejects_a_depth_below_one(depth: int) -> None:
     with pytest.raises(ValueError, match="at least 1"):
         depth_pool(RUNS, depth=depth)
+
+
+def test_it_keeps_the_first_position_of_a_document_a_list_repeats() -> None:
+    runs = {"A": {"q": ranked("A", "q", "d1", "d2", "d1", "d3")}}
+    assert depth_pool(runs, depth=3) == [
+        PoolEntry("q", "d1", {"A": 1}),
+        PoolEntry("q", "d2", {"A": 2}),
+    ]
+
+
+def test_it_counts_runs_of_the_entries_that_are_not_named_but_reports_only_the_named() -> None:
+    stats = pool_stats(EXPECTED, ["A", "B"])
+    assert [run.name for run in stats.runs] == ["A", "B"]
+    assert stats.total == len(EXPECTED)
+    assert stats.contribution("B") == RunContribution("B", 2, 1)  # d1 shared with A, d3 alone
+    assert set(stats.shared) == {("A", "B")}
 
 
 def test_it_summarises_a_pool() -> None:
@@ -384,7 +403,7 @@ def test_it_pools_random_run_files_as_depth_pool_pools_read_runs(
     block: int,
 ) -> None:
     # Tiny blocks split files mid-query, even mid-line, as large files are split.
-    monkeypatch.setattr(pooling, "_BLOCK_BYTES", block)
+    monkeypatch.setattr(blocks, "_BLOCK", block)
     folder = tmp_path_factory.mktemp("runs")
     paths = []
     for i, text in enumerate(texts):

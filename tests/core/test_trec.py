@@ -11,16 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from pooling.trec import (
-    CorpusDoc,
+from formats.beir import CorpusDoc, QueryRow, iter_corpus, iter_queries
+from formats.trec import (
     FormatError,
     QrelRow,
-    QueryRow,
     RunRow,
     format_qrels_line,
-    iter_corpus,
     iter_qrels,
-    iter_queries,
     iter_run,
     open_text,
     rank_run,
@@ -417,7 +414,7 @@ def test_it_reads_the_dl19_qrels_corpus_and_topics() -> None:
 
 
 def test_it_ties_scores_that_are_equal_in_single_precision_as_trec_eval_does() -> None:
-    from pooling.trec import rank_run
+    from formats.trec import rank_run
 
     # 0.1 and 0.1 + 1e-12 differ as doubles but are the same C float: docid decides.
     rows = [RunRow("q", "a", 1, 0.1 + 1e-12, "t"), RunRow("q", "b", 2, 0.1, "t")]

@@ -12,11 +12,11 @@ from django.db import connection
 from django.utils import timezone
 
 from annotation.services import project_create
+from formats.trec import RunRow
 from judging.models import Claim, ClaimState, WorkUnit
 from judging.services import claim_next, pool_open
 from pooling.models import Pool
 from pooling.services import run_create
-from pooling.trec import RunRow
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

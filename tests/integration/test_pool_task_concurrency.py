@@ -8,10 +8,10 @@ import pytest
 from django.db import connection
 
 from annotation.services import project_create
+from formats.trec import RunRow
 from judging.tasks import pool_open_task
 from pooling.models import Pool
 from pooling.services import run_create
-from pooling.trec import RunRow
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -20,7 +20,7 @@ from agreement.report import (
     AgreementReport,
     agreement_report,
 )
-from pooling.trec import FormatError, read_qrels
+from formats.trec import FormatError, read_qrels
 
 
 class Command(BaseCommand):

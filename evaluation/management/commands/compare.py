@@ -17,7 +17,7 @@ from evaluation.gate import (
     read_must_never_break,
 )
 from evaluation.measures import Contract, RunScores, evaluate, parse_measures
-from pooling.trec import FormatError, read_qrels, read_run
+from formats.trec import FormatError, read_qrels, read_run
 
 
 class Command(BaseCommand):

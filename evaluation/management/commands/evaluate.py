@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.cli import add_contract_arguments
 from evaluation.measures import Contract, RunScores, evaluate_files, parse_measures
-from pooling.trec import FormatError
+from formats.trec import FormatError
 
 DEFAULT_METRICS = "ndcg@10,recall@100,mrr,map,p@10,hit@5"
 COUNTS = ("scored", "skipped_no_relevant", "missing_from_run")

@@ -11,9 +11,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from pooling.fastpool import format_pool_jsonl, format_pool_trec, pool_table
-from pooling.pooling import Budget, PoolStats, judging_budget
-from pooling.trec import FormatError
+from formats.trec import FormatError
+from pooling.output import format_pool_jsonl, format_pool_trec
+from pooling.pooling import Budget, PoolStats, judging_budget, pool_table
 
 FORMATS = {"trec": format_pool_trec, "jsonl": format_pool_jsonl}
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)

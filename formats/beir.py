@@ -1,0 +1,200 @@
+"""The BEIR file formats (and their TSV cousins): corpora and queries, one line at a time.
+
+* corpora: BEIR ``corpus.jsonl`` or TSV ``docid<TAB>[title<TAB>]text``
+* queries: BEIR ``queries.jsonl`` or TSV ``qid<TAB>text`` (the TREC DL topics)
+
+BEIR's third file, the qrels TSV ``query-id<TAB>corpus-id<TAB>score``, is read by
+:func:`formats.trec.read_qrels`, which tells it from TREC qrels by its column count: one
+qrels reader for both.
+
+Readers stream: they hold one line at a time plus the ids seen so far (to reject
+duplicates); every problem is a :class:`formats.text.FormatError` naming file and line.
+Pure core: no Django, plain records in, frozen dataclasses out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+from formats.text import FormatError, check_no_nul, check_unique, check_writable_id, lines
+
+__all__ = ["CorpusDoc", "FormatError", "QueryRow", "iter_corpus", "iter_queries"]
+
+_DOC_ID_KEYS = ("_id", "docid", "id", "doc_id")
+_DOC_TEXT_KEYS = ("text", "contents", "doc", "body")
+_QUERY_ID_KEYS = ("_id", "qid", "query_id")
+_QUERY_TEXT_KEYS = ("text", "query")
+_QUERY_NOTE_KEYS = ("description", "narrative", "notes")
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusDoc:
+    docid: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRow:
+    qid: str
+    text: str
+    description: str = ""
+
+
+# --------------------------------------------------------------------------- JSONL / TSV
+
+# A parser turns one non-blank line into (id, title, text).
+_LineParser = Callable[[str | Path, int, str], tuple[str, str, str]]
+
+
+def _iter_records(
+    path: str | Path,
+    kind: str,
+    json_parser: _LineParser,
+    tsv_parser: _LineParser,
+    max_id_length: int | None = None,
+    fields: tuple[str, str, str] = ("the id", "the title", "the text"),
+) -> Iterator[tuple[str, str, str]]:
+    """Shared loop of the corpus and query readers: detect the format, check ids."""
+    numbered = lines(path)
+    first = next(numbered, None)
+    if first is None:
+        return
+    parse = json_parser if first[1].lstrip().startswith("{") else tsv_parser
+    seen: dict[str, int] = {}
+    for number, line in chain([first], numbered):
+        record = parse(path, number, line)
+        check_writable_id(path, number, kind, record[0], max_id_length)
+        for where, value in zip(fields, record, strict=True):
+            check_no_nul(path, number, value, where)
+        check_unique(path, number, seen, kind, record[0])
+        yield record
+
+
+def _json_object(path: str | Path, number: int, line: str) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, number, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise FormatError(path, number, f"expected a JSON object, found {type(value).__name__}")
+    return value
+
+
+def _json_id(path: str | Path, number: int, obj: dict[str, Any], keys: tuple[str, ...]) -> str:
+    key = next((k for k in keys if k in obj), None)
+    if key is None:
+        raise FormatError(path, number, f"missing id (one of {', '.join(keys)})")
+    value = obj[key]
+    # BEIR writes some ids as JSON numbers; bool is an int subclass but never an id.
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise FormatError(path, number, f"id {key!r} must be a string or an integer")
+    return str(value)
+
+
+def _json_str(
+    path: str | Path, number: int, obj: dict[str, Any], keys: tuple[str, ...], required: bool
+) -> str:
+    key = next((k for k in keys if k in obj), None)
+    if key is None:
+        if required:
+            raise FormatError(path, number, f"missing text (one of {', '.join(keys)})")
+        return ""
+    value = obj[key]
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise FormatError(path, number, f"{key!r} must be a string")
+    return value
+
+
+def _tsv_fields(path: str | Path, number: int, line: str, allowed: tuple[int, ...]) -> list[str]:
+    fields = line.split("\t")
+    if len(fields) not in allowed:
+        expected = " or ".join(str(n) for n in allowed)
+        reason = f"expected {expected} tab-separated columns, found {len(fields)}"
+        raise FormatError(path, number, reason)
+    return fields
+
+
+# --------------------------------------------------------------------------- corpus
+
+
+def _corpus_json(path: str | Path, number: int, line: str) -> tuple[str, str, str]:
+    obj = _json_object(path, number, line)
+    docid = _json_id(path, number, obj, _DOC_ID_KEYS)
+    title = _json_str(path, number, obj, ("title",), required=False)
+    return docid, title, _json_str(path, number, obj, _DOC_TEXT_KEYS, required=True)
+
+
+def _corpus_tsv_parser() -> _LineParser:
+    """A TSV parser that holds every line to the column count of the first one.
+
+    Mixing 2 and 3 columns is how a tab inside a passage shows up; without this check such
+    a line would silently turn its first sentence into a title.
+    """
+    width: list[int] = []
+
+    def parse(path: str | Path, number: int, line: str) -> tuple[str, str, str]:
+        fields = _tsv_fields(path, number, line, tuple(width) or (2, 3))
+        width[:] = [len(fields)]
+        if len(fields) == 2:
+            return fields[0], "", fields[1]
+        return fields[0], fields[1], fields[2]
+
+    return parse
+
+
+def iter_corpus(path: str | Path, *, max_id_length: int | None = None) -> Iterator[CorpusDoc]:
+    """Stream documents from BEIR ``corpus.jsonl`` or a TSV ``docid<TAB>[title<TAB>]text``.
+
+    JSONL when the first non-blank line starts with ``{``. JSON id keys: ``_id``, ``docid``,
+    ``id``, ``doc_id`` (numbers become strings); text keys: ``text``, ``contents``, ``doc``,
+    ``body``; ``title`` is optional. In TSV every line has the column count of the first.
+    Ids must be non-empty, unique, and free of whitespace (TREC files could not hold them), and
+    no longer than ``max_id_length`` when it is given; no field may hold a NUL character.
+    """
+    parse_tsv = _corpus_tsv_parser()
+    records = _iter_records(path, "document", _corpus_json, parse_tsv, max_id_length)
+    for docid, title, text in records:
+        yield CorpusDoc(docid=docid, title=title, text=text)
+
+
+# --------------------------------------------------------------------------- queries
+
+
+def _query_json(path: str | Path, number: int, line: str) -> tuple[str, str, str]:
+    obj = _json_object(path, number, line)
+    qid = _json_id(path, number, obj, _QUERY_ID_KEYS)
+    text = _json_str(path, number, obj, _QUERY_TEXT_KEYS, required=True)
+    # TREC topics carry a description and a narrative: what the judge needs to read.
+    notes = [_json_str(path, number, obj, (key,), required=False) for key in _QUERY_NOTE_KEYS]
+    return qid, "\n\n".join(note.strip() for note in notes if note.strip()), text
+
+
+def _query_tsv(path: str | Path, number: int, line: str) -> tuple[str, str, str]:
+    qid, text = _tsv_fields(path, number, line, (2,))
+    return qid, "", text
+
+
+def iter_queries(path: str | Path, *, max_id_length: int | None = None) -> Iterator[QueryRow]:
+    """Stream queries from BEIR ``queries.jsonl`` or TSV ``qid<TAB>text`` (the TREC DL topics).
+
+    JSON id keys: ``_id``, ``qid``, ``query_id``; text keys: ``text``, ``query``; optional
+    ``description``, ``narrative`` and ``notes`` become the query's description (joined by a
+    blank line), shown to judges beside the query. TSV lines have exactly 2 columns. Qids must
+    be non-empty, unique, free of whitespace and no longer than ``max_id_length`` when it is
+    given; no field may hold a NUL character.
+    """
+    fields = ("the id", "the description", "the text")
+    records = _iter_records(path, "query", _query_json, _query_tsv, max_id_length, fields)
+    for qid, description, text in records:
+        yield QueryRow(qid=qid, text=text, description=description)
