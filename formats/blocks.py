@@ -13,6 +13,11 @@ line rule's checks. Anything else raises :class:`NotSplit`, and the reader of
 the file and line of the first problem. So a file is never read differently here, and no
 problem is worded twice.
 
+Numbers are converted by Arrow's casts (``pyarrow.compute.cast``), which parse decimals
+exactly as ``float()`` does (correctly rounded) and refuse what they cannot read; the
+integer columns must also match the line rule's pattern (Arrow would read ``0x10``). Nothing
+here parses a number by hand.
+
 Ids are kept as *keys*: the UTF-8 bytes of an id, zero-padded to a multiple of 8 and cut
 into big-endian uint64 words. Comparing keys word by word is comparing the ids byte by byte,
 which is how trec_eval (``strcmp``) and Python (code points of UTF-8 text) order them.
@@ -31,8 +36,10 @@ from typing import IO, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from formats.text import is_gzip
+from formats.text import INT_RE, is_gzip
 
 __all__ = ["NotSplit", "QrelsBlock", "RunBlock", "qrels_blocks", "run_blocks"]
 
@@ -49,16 +56,9 @@ _BLOCK = 1 << 22
 _PAD = 64  # zero bytes after a block so that 8-byte loads past a short token stay inside
 _PADDING = bytes(_PAD)
 
-# _LOW[k] keeps the first k bytes of a token loaded as a little-endian word (its low bytes);
-# _HIGH_BITS[k] is the top bit of each of those bytes.
+# _LOW[k] keeps the first k bytes of a token loaded as a little-endian word (its low bytes).
 _LOW = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
-_HIGH_BITS = _LOW & np.uint64(0x8080808080808080)
-_ZEROS = np.uint64(0x3030303030303030)  # "00000000"
-_DIGIT_ADD = np.uint64(0x7676767676767676)  # a byte b - "0" < 10 iff adding 0x76 keeps bit 7 clear
-_DOTS = np.uint64(0x2E2E2E2E2E2E2E2E)  # "........"
-_POW10 = np.array([10.0**k for k in range(9)])
-_EXACT_DIGITS = 19  # the longest plain decimal mantissa read without numpy's string parser
-_POW10_WIDE = np.array([float(10**k) for k in range(_EXACT_DIGITS + 1)])  # all exact doubles
+_INTEGER = f"^{INT_RE.pattern}$"  # the line rule's integer, anchored for Arrow's RE2
 
 
 class NotSplit(Exception):  # a signal to read with the line parser, never shown to a user
@@ -91,7 +91,7 @@ def run_blocks(path: str | Path) -> Iterator[RunBlock]:
         cols = _split(block, 6)
         if not len(cols.line_starts):
             continue  # only empty lines
-        _check_integers(cols, 3)
+        _integers(cols, 3)  # trec_eval ignores the rank, but the line rule checks it
         codes = _qid_codes(cols, seen)
         yield RunBlock(tuple(seen), codes, _keys(cols, 2), cols.token(2)[1], _floats(cols, 4))
 
@@ -104,9 +104,8 @@ def qrels_blocks(path: str | Path) -> Iterator[QrelsBlock]:
         cols = _split(block, 4)
         if not len(cols.line_starts):
             continue
-        _check_integers(cols, 3)
+        grades = _integers(cols, 3)
         codes = _qid_codes(cols, seen)
-        grades = _text(cols, 3).astype(np.int64)
         yield QrelsBlock(tuple(seen), codes, _keys(cols, 2), grades)
 
 
@@ -255,187 +254,42 @@ def _keys(cols: _Columns, j: int) -> U64:
     return _token_words(cols, j, _width(cols, j)).byteswap()
 
 
-def _text(cols: _Columns, j: int) -> npt.NDArray[np.bytes_]:
-    """Tokens of column j as a fixed-width bytes array (numpy drops the zero padding)."""
-    width = _width(cols, j)
-    return _token_words(cols, j, width).view(f"S{8 * width}").ravel()
-
-
-def _check_integers(cols: _Columns, j: int) -> None:
-    """Raise NotSplit unless every token of column j matches ``[+-]?[0-9]+``, the
-    line rule's; eight bytes at a time, one word per token."""
+def _tokens(cols: _Columns, j: int) -> pa.StringArray:
+    """Tokens of column j as an Arrow string array (gathered into one contiguous buffer)."""
     starts, lengths = cols.token(j)
-    if int(lengths.max(initial=1)) > 8:
+    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    index = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+    data = cols.buf[index]
+    return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def _integers(cols: _Columns, j: int) -> I64:
+    """Column j as integers, or raise NotSplit unless every token matches the line rule's
+    ``[+-]?[0-9]+`` and fits 64 bits (Arrow refuses a sign of "+": the line parser reads it)."""
+    tokens = _tokens(cols, j)
+    if not pc.all(pc.match_substring_regex(tokens, _INTEGER)).as_py():
         raise NotSplit
-    word = cols.words()[starts] & _LOW[lengths]
-    first = word & np.uint64(0xFF)
-    signed = ((first == ord("+")) | (first == ord("-"))) & (lengths > 1)
-    word = np.where(signed, word ^ first ^ np.uint64(ord("0")), word)  # "+12" checks as "012"
-    if not _all_digits(word, lengths).all():
-        raise NotSplit
+    try:
+        return np.asarray(pc.cast(tokens, pa.int64()).to_numpy(), dtype=np.int64)
+    except pa.ArrowInvalid as exc:
+        raise NotSplit from exc
 
 
 def _floats(cols: _Columns, j: int) -> F64:
-    """Column j parsed as Python's float() parses it (correctly rounded), finite only.
+    """Column j as ``float()`` reads it (correctly rounded), finite only, or raise NotSplit.
 
-    Short plain decimals (at most 8 bytes, such as ``-12.3456``) are parsed eight bytes at a
-    time by _short_decimals; the rest byte column by byte column by _long_decimals.
+    Arrow's cast accepts a subset of what ``float()`` accepts (no ``1_0``) and gives the same
+    double for it; a token it refuses, or a value that is not finite, leaves the file to the
+    line parser, which names the line.
     """
-    starts, lengths = cols.token(j)
-    short = lengths <= 8
-    word = cols.words()[starts] & _LOW[np.minimum(lengths, 8)]
-    values, simple = _short_decimals(word, lengths)
-    simple &= short
-    rest = np.flatnonzero(~simple)
-    if len(rest):
-        if int(lengths[rest].max()) > _PAD:
-            raise NotSplit  # a token longer than the padding: rare enough for the line parser
-        values[rest] = _long_decimals(
-            _columns(cols.buf, starts[rest], lengths[rest]), lengths[rest]
-        )
+    try:
+        values = np.asarray(pc.cast(_tokens(cols, j), pa.float64()).to_numpy(), dtype=np.float64)
+    except pa.ArrowInvalid as exc:
+        raise NotSplit from exc
     if not np.isfinite(values).all():
         raise NotSplit
     return values
-
-
-def _short_decimals(word: U64, lengths: I64) -> tuple[F64, Bools]:
-    """Values of tokens ``[+-]?digits[.digits]`` of at most 8 bytes, each given as one
-    little-endian word, and which tokens had that form.
-
-    The digits without the dot form an integer m < 10**8; with f digits after the dot the
-    value is m / 10**f. Both are exact doubles, so the single rounding of the division gives
-    the correctly rounded value, the very double float() returns (the "fast path" of
-    decimal-to-binary conversion). Pure word arithmetic, no Python object per token.
-    """
-    first = word & np.uint64(0xFF)
-    signed = (first == ord("-")) | (first == ord("+"))
-    word = np.where(signed, word >> np.uint64(8), word)
-    n_chars = np.minimum(lengths, 8) - signed
-    dots = _zero_bytes(word ^ _DOTS)
-    lowest = dots & (~dots + np.uint64(1))  # bit 7 of the first dot's byte
-    has_dot = lowest != 0
-    # A power of two converts to float exactly, and so does its log2.
-    dot = np.where(has_dot, np.log2(np.maximum(lowest, 1).astype(np.float64)) // 8, n_chars)
-    dot = dot.astype(np.int64)
-    below = _LOW[dot]
-    digits = (word & below) | ((word >> np.uint64(8)) & ~below)  # the dot taken out
-    n_digits = n_chars - has_dot
-    ok = (n_digits >= 1) & _all_digits(digits, n_digits)
-    mantissa = _digits_value((digits ^ _ZEROS) & _LOW[n_digits], n_digits)
-    after = np.where(has_dot, n_chars - 1 - dot, 0).clip(0, 8)
-    values = mantissa.astype(np.float64) / _POW10[after]
-    return np.where(first == ord("-"), -values, values), ok
-
-
-def _columns(buf: U8, starts: I64, length: I64) -> U8:
-    """Tokens zero-padded, byte by byte: (width, tokens), the layout in which numpy is
-    quick at per-byte work. The width is a multiple of four (see :func:`_long_decimals`)."""
-    width = int(length.max(initial=0))
-    columns = np.zeros((-(-width // 4) * 4, len(starts)), np.uint8)
-    index = starts.copy()
-    for column in range(width):
-        np.take(buf, index, out=columns[column])
-        if column:  # zero what lies past a field's end (every field has its first byte)
-            columns[column] *= length > column
-        index += 1
-    return columns
-
-
-def _column_sum(flags: U8) -> npt.NDArray[np.uint16]:
-    """Sum a (width, n) array of small numbers down its columns (a width of at most 256)."""
-    return np.add.reduce(flags, axis=0, dtype=np.uint16)
-
-
-def _long_decimals(columns: U8, length: I64) -> F64:
-    """Tokens (as :func:`_columns` lays them out) as ``float()`` reads them, bit for bit.
-
-    A plain decimal (``[+-]digits[.digits]``) is M / 10**k. With up to 15 digits, M and
-    10**k are exact doubles and IEEE division rounds M / 10**k correctly, as ``float()``
-    rounds the decimal. Up to 19 digits (what ``repr`` of a double prints, with a leading
-    zero) take x86 extended precision, see :func:`_wide_quotient`. Any other token
-    (exponent, more digits, malformed) goes through numpy's string parser, which gives
-    what ``float()`` gives and refuses what it refuses.
-    """
-    # Byte arithmetic on 0/1 arrays and explicit small-integer sums: numpy's where,
-    # count_nonzero and argmax along the columns cost several times as much here.
-    value = columns - np.uint8(48)  # digits become 0-9; every other byte wraps above 9
-    digit, dot = (value < 10).view(np.uint8), (columns == 46).view(np.uint8)
-    signed = (columns[0] == 43) | (columns[0] == 45)
-    n_digits, n_dots = _column_sum(digit), _column_sum(dot)
-    plain = (n_digits + n_dots + signed == length) & (n_dots <= 1)
-    plain &= (n_digits >= 1) & (n_digits <= _EXACT_DIGITS)
-    # Horner, left to right: M = M * 10 + digit, where a sign, the dot or padding multiply by
-    # 1 and add 0. Four columns are first folded into one (10**4 and 9999 fit 16 bits), so
-    # that only a quarter of the steps run on 64-bit numbers.
-    times, plus = digit * np.uint8(9) + np.uint8(1), value * digit
-    times, plus = times[0::2] * times[1::2], plus[0::2] * times[1::2] + plus[1::2]
-    times, plus = (
-        times[0::2].astype(np.uint16) * times[1::2],
-        plus[0::2].astype(np.uint16) * times[1::2] + plus[1::2],
-    )
-    mantissa = np.zeros(len(length), np.uint64)
-    for factor, digits in zip(times, plus, strict=True):
-        mantissa *= factor
-        mantissa += digits
-    dot_at = _column_sum(dot * np.arange(len(columns), dtype=np.uint8)[:, None])
-    decimals = np.where(n_dots == 1, length - 1 - dot_at, 0).clip(0, _EXACT_DIGITS)
-    score = mantissa.astype(np.float64) / _POW10_WIDE[decimals]
-    long = np.flatnonzero(plain & (n_digits > 15))
-    if len(long):
-        score[long], exact = _wide_quotient(mantissa[long], decimals[long])
-        plain[long] &= exact
-    score = np.where(columns[0] == 45, -score, score)  # keeps -0.0 as float() does
-    other = np.flatnonzero(~plain)
-    if len(other):
-        try:
-            tokens = np.ascontiguousarray(columns[:, other].T).view(f"S{len(columns)}")
-            score[other] = tokens.reshape(len(other)).astype(np.float64)
-        except ValueError as exc:
-            raise NotSplit from exc
-    return score
-
-
-def _wide_quotient(mantissa: U64, decimals: I64) -> tuple[F64, Bools]:
-    """M / 10**k for mantissas of 16 to 19 digits, and whether each result is exact.
-
-    In x86 extended precision (64-bit significand) M and 10**k are exact and the quotient
-    is correctly rounded; rounding it again to a double is correct unless the first
-    rounding landed exactly halfway between two doubles, which is the case reported as
-    not exact. Where long double is no wider than a double, nothing is exact here.
-    """
-    if np.finfo(np.longdouble).nmant < 63:
-        return np.zeros(len(mantissa)), np.zeros(len(mantissa), dtype=bool)
-    quotient = mantissa.astype(np.longdouble) / _POW10_WIDE[decimals].astype(np.longdouble)
-    score = quotient.astype(np.float64)
-    off = quotient - score  # exact: the two are within one double ulp
-    beyond = np.nextafter(score, np.where(off > 0, np.inf, -np.inf))
-    return score, (off == 0) | (off != beyond.astype(np.longdouble) - quotient)
-
-
-def _zero_bytes(x: U64) -> U64:
-    """Bit 7 set in the lowest zero byte of x (bits above it may be set too, below never)."""
-    return (x - np.uint64(0x0101010101010101)) & ~x & np.uint64(0x8080808080808080)
-
-
-def _all_digits(word: U64, n_bytes: I64) -> Bools:
-    """Whether the first n_bytes bytes of each word are ASCII digits."""
-    return (((word ^ _ZEROS) + _DIGIT_ADD) & _HIGH_BITS[n_bytes]) == 0
-
-
-def _digits_value(digits: U64, n_digits: I64) -> U64:
-    """Integer value of n_digits digit values (0-9 per byte, first digit in the low byte).
-
-    Shifted so that the digits fill the high bytes (the low bytes become leading zeros),
-    then neighbouring digits, pairs and quadruples are combined: three multiplications.
-    """
-    shift = (np.uint64(8) * (np.uint64(8) - n_digits.astype(np.uint64))) & np.uint64(63)
-    v = np.where(n_digits == 0, np.uint64(0), digits << shift)
-    v = v * np.uint64(10) + (v >> np.uint64(8))
-    pairs = np.uint64(0x000000FF000000FF)
-    v = (v & pairs) * np.uint64(100 + (1000000 << 32)) + ((v >> np.uint64(16)) & pairs) * np.uint64(
-        1 + (10000 << 32)
-    )
-    return (v >> np.uint64(32)) & np.uint64(0xFFFFFFFF)
 
 
 def _qid_codes(cols: _Columns, seen: dict[str, int]) -> I32:
