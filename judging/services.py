@@ -10,17 +10,28 @@ from __future__ import annotations
 import math
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Max, Min, QuerySet, Subquery
+from django.db import IntegrityError, transaction
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    Exists,
+    Max,
+    Min,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation.models import Document, Project, ProtocolAck, ProtocolVersion, Query
+from annotation.models import Project, ProtocolAck, ProtocolVersion
 from annotation.protocol import DiffLine, diff
 from assay.db import bulk_insert
 from pooling.models import Pool, PoolItem
@@ -101,10 +112,12 @@ def work_units_create(
 @dataclass(frozen=True)
 class UnitState:
     """Where an annotator stands on their claimed query: items in display order and their
-    current answer kind (None: not judged yet, or undone)."""
+    current answer kind (None: not judged yet, or undone), and how many queries of the pool
+    they have finished."""
 
     claim: Claim
     items: list[tuple[int, str | None]]
+    finished: int = 0
 
     @property
     def done(self) -> int:
@@ -120,18 +133,26 @@ class UnitState:
 
 
 def unit_state(*, claim: Claim) -> UnitState:
-    # Plain SQL (valid on PostgreSQL and SQLite): this read runs on every answer, and building
-    # the same query through the ORM costs several times its execution.
-    items, judgments = PoolItem._meta.db_table, Judgment._meta.db_table
-    sql = (
-        f"SELECT i.id, (SELECT j.kind FROM {judgments} j WHERE j.pool_item_id = i.id"
-        f" AND j.user_id = %s ORDER BY j.id DESC LIMIT 1)"
-        f" FROM {items} i WHERE i.pool_id = %s AND i.query_id = %s ORDER BY i.position"
+    """One read: the items of the claim's query with the holder's latest answer on each, and
+    the number of queries they finished (the same on every row: computed once)."""
+    latest = Judgment.objects.filter(pool_item=OuterRef("pk"), user_id=claim.user_id)
+    done = _done_claims(pool_id=claim.pool_id, user_id=claim.user_id)
+    finished = done.values("user_id").annotate(n=Count("pk")).values("n")
+    rows = list(
+        PoolItem.objects.filter(pool_id=claim.pool_id, query_id=claim.unit.query_id)
+        .order_by("position")
+        .values_list(
+            "pk",
+            Subquery(latest.order_by("-pk").values("kind")[:1]),
+            Coalesce(Subquery(finished), 0),
+        )
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [claim.user_id, claim.pool_id, claim.unit.query_id])
-        rows = [(item_id, kind) for item_id, kind in cursor.fetchall()]
-    return UnitState(claim, rows)
+    count = rows[0][2] if rows else done.count()
+    return UnitState(claim, [(pk, kind) for pk, kind, _ in rows], count)
+
+
+def _done_claims(*, pool_id: int, user_id: int) -> QuerySet[Claim]:
+    return Claim.objects.filter(pool_id=pool_id, user_id=user_id, state=ClaimState.DONE)
 
 
 def _finish_if_complete(state: UnitState) -> bool:
@@ -154,32 +175,52 @@ class ProtocolChange:
     lines: list[DiffLine] = field(default_factory=list)
 
 
-def protocol_change_for(
-    *, project: Project, user: User, current: ProtocolVersion | None
-) -> ProtocolChange | None:
-    """The change `user` must acknowledge before judging on, if any.
+def protocol_gate(
+    *, project: Project, user: User
+) -> tuple[ProtocolVersion | None, ProtocolChange | None]:
+    """The project's current protocol version, and the change `user` must acknowledge before
+    judging on, if any: one read, and a second only when there is a change to show.
 
     Only people who judged under an earlier version need to: a newcomer reads the whole
     current protocol anyway.
     """
-    if current is None or current.number == 1:
-        return None
-    if ProtocolAck.objects.filter(version=current, user=user).exists():
-        return None
+    current = (
+        project.protocols.annotate(must_acknowledge=_must_acknowledge(project, user))
+        .order_by("-number")
+        .first()
+    )
+    if current is None or not current.must_acknowledge:
+        return current, None
+    return current, _change_since(project, user, current)
+
+
+def _must_acknowledge(project: Project, user: User) -> Case:
+    """Whether the version of the row is new to `user`: in the order of the checks' cost (a
+    CASE stops at the first that holds), not the first version, not acknowledged, and some
+    of their judgments in the project are under an earlier one."""
+    acked = ProtocolAck.objects.filter(version=OuterRef("pk"), user=user)
+    earlier = Judgment.objects.filter(
+        user=user, protocol__project=project, protocol__number__lt=OuterRef("number")
+    )
+    return Case(
+        When(number=1, then=Value(False)),
+        When(Exists(acked), then=Value(False)),
+        default=Exists(earlier),
+        output_field=BooleanField(),
+    )
+
+
+def _change_since(project: Project, user: User, current: ProtocolVersion) -> ProtocolChange:
+    """What changed since the last version `user` judged under or acknowledged."""
     earlier = Judgment.objects.filter(
         user=user, protocol__project=project, protocol__number__lt=current.number
     )
-    if not earlier.exists():
-        return None
     acked = ProtocolAck.objects.filter(
         user=user, version__project=project, version__number__lt=current.number
     )
-    numbers = [
-        n
-        for n in (
-            earlier.order_by("-protocol__number").values_list("protocol__number", flat=True)[:1]
-        )
-    ]
+    numbers = list(
+        earlier.order_by("-protocol__number").values_list("protocol__number", flat=True)[:1]
+    )
     numbers += list(acked.values_list("version__number", flat=True))
     seen = project.protocols.filter(number=max(numbers)).first()
     return ProtocolChange(seen, current, diff(seen.text if seen else "", current.text))
@@ -328,8 +369,7 @@ def _record(
 
 
 def _protocol_gate(project: Project, user: User) -> ProtocolVersion | None:
-    current = project.current_protocol()
-    change = protocol_change_for(project=project, user=user, current=current)
+    current, change = protocol_gate(project=project, user=user)
     if change is not None:
         raise ProtocolChanged(change)
     return current
@@ -477,10 +517,9 @@ def screen_for(*, pool: Pool, user: User, after: Submitted | None = None) -> Scr
     if after is not None and after.created and after.state is not None:
         protocol, state = after.protocol, after.state
         if state.claim.state == ClaimState.ACTIVE and state.next_item_id is not None:
-            return _item_screen(pool, user, protocol, state)
+            return _item_screen(protocol, state)
     else:
-        protocol = pool.project.current_protocol()
-        change = protocol_change_for(project=pool.project, user=user, current=protocol)
+        protocol, change = protocol_gate(project=pool.project, user=user)
         if change is not None:
             return Screen(protocol, change=change)
     for _attempt in range(5):  # a finished query hands over to the next one
@@ -489,15 +528,13 @@ def screen_for(*, pool: Pool, user: User, after: Submitted | None = None) -> Scr
             break
         state = unit_state(claim=claim)
         if state.next_item_id is not None:
-            return _item_screen(pool, user, protocol, state)
+            return _item_screen(protocol, state)
         _finish(state)
     finished = finished_count(pool=pool, user=user)
     return Screen(protocol, finished_queries=finished, can_undo=finished > 0)
 
 
-def _item_screen(
-    pool: Pool, user: User, protocol: ProtocolVersion | None, state: UnitState
-) -> Screen:
+def _item_screen(protocol: ProtocolVersion | None, state: UnitState) -> Screen:
     item_id = state.next_item_id
     assert item_id is not None  # callers only come here with an item left to judge
     return Screen(
@@ -505,7 +542,7 @@ def _item_screen(
         item=shown_item(item_id),
         done_in_query=state.done,
         total_in_query=state.total,
-        finished_queries=finished_count(pool=pool, user=user),
+        finished_queries=state.finished,
         can_undo=True,
     )
 
@@ -516,50 +553,21 @@ def _finish(state: UnitState) -> None:
 
 
 def finished_count(*, pool: Pool, user: User) -> int:
-    sql = f"SELECT count(*) FROM {Claim._meta.db_table} WHERE pool_id = %s AND user_id = %s"
-    with connection.cursor() as cursor:  # plain SQL: see unit_state
-        cursor.execute(sql + " AND state = %s", [pool.pk, user.pk, ClaimState.DONE.value])
-        row = cursor.fetchone()
-    return int(row[0]) if row else 0
+    return _done_claims(pool_id=pool.pk, user_id=user.pk).count()
 
 
-# What the panel shows of an item, its query and its document (the one-statement answer in
-# `fastpath` reads the same columns for the next item, so both go through `item_from_row`).
-SHOWN_ITEM_COLUMNS = """i.id, i.pool_id, i.query_id, i.document_id, i.position,
-       q.id, q.project_id, q.qid, q.text, q.description,
-       d.id, d.project_id, d.docid, d.title, d.text"""
-_SHOWN_ITEM = f"""
-SELECT {SHOWN_ITEM_COLUMNS}
-FROM pooling_poolitem i
-JOIN annotation_query q ON q.id = i.query_id
-JOIN annotation_document d ON d.id = i.document_id
-WHERE i.id = %s
-"""
+# What the panel shows of an item: never its provenance or best rank (which systems found it,
+# and where), so that those cannot reach an annotator's page even by mistake.
+SHOWN = (
+    *("pool_id", "query_id", "document_id", "position"),
+    *("query__qid", "query__text", "query__description"),
+    *("document__docid", "document__title", "document__text"),
+)
 
 
 def shown_item(item_id: int) -> PoolItem:
-    """The item with what the panel shows of its query and document, read in one plain
-    statement (the ORM's select_related costs several times more to build than to run)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_SHOWN_ITEM, [item_id])
-        row = cursor.fetchone()
-    if row is None:
-        raise PoolItem.DoesNotExist(f"no pool item {item_id}")
-    return item_from_row(row)
-
-
-def item_from_row(row: Sequence[Any]) -> PoolItem:
-    """The models of a row of `SHOWN_ITEM_COLUMNS`. Fields not read are deferred: Django loads
-    them if something ever asks."""
-    alias = connection.alias
-    item = PoolItem.from_db(
-        alias, ["id", "pool_id", "query_id", "document_id", "position"], row[:5]
-    )
-    item.query = Query.from_db(alias, ["id", "project_id", "qid", "text", "description"], row[5:10])
-    item.document = Document.from_db(
-        alias, ["id", "project_id", "docid", "title", "text"], row[10:15]
-    )
-    return item
+    """The item with the query and document the panel shows, in one read."""
+    return PoolItem.objects.select_related("query", "document").only(*SHOWN).get(pk=item_id)
 
 
 @dataclass(frozen=True)
@@ -583,7 +591,7 @@ def progress_of(*, pool: Pool, user: User) -> JudgeProgress:
     )
     answered = Judgment.objects.filter(pk__in=latest, kind__in=HANDLED).count()
     return JudgeProgress(
-        finished_queries=finished_count(pool=pool, user=user),
+        finished_queries=state.finished if state else finished_count(pool=pool, user=user),
         answered_items=answered,
         in_query=(state.done, state.total) if state else None,
     )
