@@ -16,7 +16,6 @@ from datetime import datetime
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import (
-    BooleanField,
     Case,
     Count,
     Exists,
@@ -131,6 +130,19 @@ class UnitState:
     def next_item_id(self) -> int | None:
         return next((pk for pk, kind in self.items if kind not in HANDLED), None)
 
+    @property
+    def item_ids(self) -> set[int]:
+        return {pk for pk, _ in self.items}
+
+    def kind_of(self, item_id: int) -> str | None:
+        """The current answer on the item (None: none yet, or not an item of this query)."""
+        return next((kind for pk, kind in self.items if pk == item_id), None)
+
+    def answered(self, item_id: int, kind: str) -> UnitState:
+        """The state once `kind` is stored for the item."""
+        items = [(pk, kind if pk == item_id else now) for pk, now in self.items]
+        return UnitState(self.claim, items, self.finished)
+
 
 def unit_state(*, claim: Claim) -> UnitState:
     """One read: the items of the claim's query with the holder's latest answer on each, and
@@ -179,35 +191,27 @@ def protocol_gate(
     *, project: Project, user: User
 ) -> tuple[ProtocolVersion | None, ProtocolChange | None]:
     """The project's current protocol version, and the change `user` must acknowledge before
-    judging on, if any: one read, and a second only when there is a change to show.
+    judging on, if any.
 
     Only people who judged under an earlier version need to: a newcomer reads the whole
-    current protocol anyway.
+    current protocol anyway. Under the first version that is one read; after it, one more.
     """
-    current = (
-        project.protocols.annotate(must_acknowledge=_must_acknowledge(project, user))
-        .order_by("-number")
-        .first()
-    )
-    if current is None or not current.must_acknowledge:
+    current = project.current_protocol()
+    if current is None or current.number == 1 or not _must_acknowledge(current, user):
         return current, None
     return current, _change_since(project, user, current)
 
 
-def _must_acknowledge(project: Project, user: User) -> Case:
-    """Whether the version of the row is new to `user`: in the order of the checks' cost (a
-    CASE stops at the first that holds), not the first version, not acknowledged, and some
-    of their judgments in the project are under an earlier one."""
+def _must_acknowledge(current: ProtocolVersion, user: User) -> bool:
+    """Not acknowledged, and some of the user's judgments in the project are under an earlier
+    version: one read (a CASE stops at the first check that settles it)."""
     acked = ProtocolAck.objects.filter(version=OuterRef("pk"), user=user)
     earlier = Judgment.objects.filter(
-        user=user, protocol__project=project, protocol__number__lt=OuterRef("number")
+        user=user, protocol__project=OuterRef("project"), protocol__number__lt=OuterRef("number")
     )
-    return Case(
-        When(number=1, then=Value(False)),
-        When(Exists(acked), then=Value(False)),
-        default=Exists(earlier),
-        output_field=BooleanField(),
-    )
+    must = Case(When(Exists(acked), then=Value(False)), default=Exists(earlier))
+    rows = ProtocolVersion.objects.filter(pk=current.pk).values_list(must, flat=True)
+    return bool(rows[0]) if rows else False
 
 
 def _change_since(project: Project, user: User, current: ProtocolVersion) -> ProtocolChange:
@@ -331,18 +335,27 @@ def _stored(key: uuid.UUID, user: User, *, item_id: int | None, undo: bool) -> J
 @transaction.atomic
 def _submit(*, pool: Pool, user: User, item_id: int, answer: Answer, key: uuid.UUID) -> Submitted:
     protocol = _protocol_gate(pool.project, user)
-    claim = _claim_for_item(pool, user, item_id)
-    if answer.kind == Kind.UNDO:
-        latest = Judgment.objects.filter(pool_item_id=item_id, user=user).order_by("-pk").first()
-        if latest is None or latest.kind == Kind.UNDO:
-            raise NotYours("this item has no answer of yours to undo")
+    before = _state_holding(pool, user, item_id)
+    if answer.kind == Kind.UNDO and before.kind_of(item_id) in (None, Kind.UNDO):
+        raise NotYours("this item has no answer of yours to undo")
     judgment = _record(item_id, user, answer, key, protocol)
-    _touch(claim, judgment.created_at)
-    state = unit_state(claim=claim)
+    _touch(before.claim, judgment.created_at)
+    state = before.answered(item_id, answer.kind)
     # Not closed if a lead released the query (or it expired) since it was read above; the
     # answer is kept all the same: it was given while the person held the query.
     _finish_if_complete(state)
     return Submitted(judgment, True, protocol, state)
+
+
+def _state_holding(pool: Pool, user: User, item_id: int) -> UnitState:
+    """Where the user stands on the query holding `item_id`, which must be their active
+    claim's: read in the ordinary case with the active claim, its items and answers."""
+    claim = claim_active(pool=pool, user=user)
+    if claim is not None:
+        state = unit_state(claim=claim)
+        if item_id in state.item_ids:
+            return state
+    return unit_state(claim=_claim_for_item(pool, user, item_id))
 
 
 def _touch(claim: Claim, now: datetime) -> None:
