@@ -17,17 +17,17 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import (
     Case,
-    Count,
     Exists,
+    FilteredRelation,
     Max,
     Min,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
     Value,
     When,
 )
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import Project, ProtocolAck, ProtocolVersion
@@ -145,22 +145,23 @@ class UnitState:
 
 
 def unit_state(*, claim: Claim) -> UnitState:
-    """One read: the items of the claim's query with the holder's latest answer on each, and
-    the number of queries they finished (the same on every row: computed once)."""
-    latest = Judgment.objects.filter(pool_item=OuterRef("pk"), user_id=claim.user_id)
-    done = _done_claims(pool_id=claim.pool_id, user_id=claim.user_id)
-    finished = done.values("user_id").annotate(n=Count("pk")).values("n")
-    rows = list(
-        PoolItem.objects.filter(pool_id=claim.pool_id, query_id=claim.unit.query_id)
-        .order_by("position")
-        .values_list(
-            "pk",
-            Subquery(latest.order_by("-pk").values("kind")[:1]),
-            Coalesce(Subquery(finished), 0),
-        )
+    """The items of the claim's query in display order with the holder's current answer on
+    each (their latest row), and how many queries of the pool they finished."""
+    # One row per item and answer of the holder's (LEFT JOIN), oldest answer first: the last
+    # row of an item is its current answer. A join compiles in a fraction of the time of a
+    # correlated subquery per item, and the index `judgment_latest` serves it.
+    mine = FilteredRelation("judgments", condition=Q(judgments__user_id=claim.user_id))
+    rows = (
+        PoolItem.objects.annotate(mine=mine)
+        .filter(pool_id=claim.pool_id, query_id=claim.unit.query_id)
+        .order_by("position", "mine__id")
+        .values_list("pk", "mine__kind")
     )
-    count = rows[0][2] if rows else done.count()
-    return UnitState(claim, [(pk, kind) for pk, kind, _ in rows], count)
+    latest: dict[int, str | None] = {}
+    for pk, kind in rows:
+        latest[pk] = kind  # a dict keeps each item where it first came: in display order
+    finished = _done_claims(pool_id=claim.pool_id, user_id=claim.user_id).count()
+    return UnitState(claim, list(latest.items()), finished)
 
 
 def _done_claims(*, pool_id: int, user_id: int) -> QuerySet[Claim]:

@@ -57,12 +57,12 @@ def test_it_stores_an_ordinary_grade_and_shows_the_next_item(world: World) -> No
 
 # An ordinary answer from the judging page, one statement per fact: the signed-in user, the
 # project with the person's role in it, the current pool, the current protocol with whether it
-# must be acknowledged first, the claim holding the item, the new judgment, where the person
-# stands in the query (with the queries they finished), and the next item with its query and
-# document. Keeping the claim alive adds one write a minute; closing it, the claim of the next.
-STATEMENTS_PER_ANSWER = 8
+# must be acknowledged first, the person's active claim, its items with their answers, the
+# queries they finished, the new judgment, and the next item with its query and document.
+# Keeping the claim alive adds one write a minute; closing it, the claim of the next query.
+STATEMENTS_PER_ANSWER = 9
 # The API's answer renders no next item.
-STATEMENTS_PER_API_ANSWER = 7
+STATEMENTS_PER_API_ANSWER = 8
 
 
 def statements(queries: CaptureQueriesContext) -> list[str]:
