@@ -284,7 +284,7 @@ def test_composes_defaults_are_the_settings_own() -> None:
     with_compose = container_env()
     without = {name: value for name, value in with_compose.items() if name not in passed_on}
 
-    assert passed_on >= {"CONN_MAX_AGE", "SESSION_STORE"}
+    assert passed_on >= {"CONN_MAX_AGE", "DB_PREPARED_STATEMENTS", "SESSION_STORE"}
     assert settings_in_subprocess(with_compose, *names) == settings_in_subprocess(without, *names)
 
 
