@@ -149,7 +149,8 @@ def unit_state(*, claim: Claim) -> UnitState:
     each (their latest row), and how many queries of the pool they finished."""
     # One row per item and answer of the holder's (LEFT JOIN), oldest answer first: the last
     # row of an item is its current answer. A join compiles in a fraction of the time of a
-    # correlated subquery per item, and the index `judgment_latest` serves it.
+    # correlated subquery per item. PostgreSQL reads a person's few rows through
+    # `judgment_latest`, or, once they have many, looks up each of the ~20 items by index.
     mine = FilteredRelation("judgments", condition=Q(judgments__user_id=claim.user_id))
     rows = (
         PoolItem.objects.annotate(mine=mine)
