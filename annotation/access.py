@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
+from django.db.models import OuterRef, Subquery
 from django.http import Http404, HttpRequest
 
 from .models import Membership, Project, Role
@@ -34,15 +35,16 @@ def project_for_member(request: HttpRequest, slug: str) -> Access:
     user = request.user
     if not user.is_authenticated:
         raise Http404(NO_SUCH_PROJECT)
-    project = Project.objects.filter(slug=slug).first()
+    # One read: the project with the user's role in it (None: not a member).
+    role = Membership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
+    project = Project.objects.filter(slug=slug).annotate(member_role=Subquery(role)).first()
     if project is None:
         raise Http404(NO_SUCH_PROJECT)
     if user.is_superuser:
         return Access(project, Role.LEAD)
-    membership = Membership.objects.filter(project=project, user=user).first()
-    if membership is None:
+    if project.member_role is None:
         raise Http404(NO_SUCH_PROJECT)
-    return Access(project, Role(membership.role))
+    return Access(project, Role(project.member_role))
 
 
 def project_for_lead(request: HttpRequest, slug: str) -> Access:

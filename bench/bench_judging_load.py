@@ -1,9 +1,11 @@
-"""Load test of the judging loop: annotators with no think time against the server on PostgreSQL.
+"""Load test of the judging loop (submit + next) against the server on PostgreSQL, in the three
+workloads of the speed targets: one annotator alone, 32 annotators at human pace offering 50
+judgments/s in all, and the same 32 with no think time (the server saturated).
 
 Usage: python bench/bench_judging_load.py [--annotators 32] [--duration 30]
-       [--server granian|gunicorn] [--workers N] [--threads N] [--worker-class gthread|sync]
-       [--queries 5000] [--docs-per-query 20] [--rates 150,250,300,350] [--reuse]
-       [--output bench/results/judging.md]
+       [--single-duration 10] [--rates 50] [--database NAME] [--queries 5000]
+       [--docs-per-query 20] [--server granian|gunicorn] [--workers N] [--threads N]
+       [--worker-class gthread|sync] [--reuse] [--output bench/results/judging.md]
 
 What it does, all on 127.0.0.1 and bounded in count and time:
 
@@ -14,17 +16,25 @@ What it does, all on 127.0.0.1 and bounded in count and time:
    (docker/entrypoint.sh), DEBUG=0, the production settings, static files collected; or, with
    `--server gunicorn`, gunicorn's threaded workers with keep-alive as deployed before, to
    compare the two servers on the same data;
-3. one annotator alone, then `--annotators` at once: each logs in through the login form and
-   opens the judging page, then answers item after item exactly as htmx does, on one kept-alive
-   connection: one POST that stores the grade and returns the next item's panel. The latency of
-   that POST as the client sees it is "submit + next". One thread drives every connection (the
-   client shares the machine's cores with the server, so it does as little as it can);
-   with `--rates`, the same annotators again, once per rate, each waiting an exponentially
-   distributed think time between answers so that the rate is what they offer in all (a
-   closed loop with no think time measures the server saturated: its mean latency is the
-   number of annotators over the throughput, whatever the server does);
+3. three workloads. Each annotator logs in through the login form and opens the judging page,
+   then answers item after item exactly as htmx does, on one kept-alive connection: one POST
+   that stores the grade and returns the next item's panel ("submit + next"). One thread drives
+   every connection (the client shares the machine's cores with the server, so it does as
+   little as it can).
+   - one annotator alone, answering as soon as each panel arrives: the latency of one request
+     on an idle server (target p95 <= 20 ms);
+   - `--annotators` at human pace, once per rate of `--rates` (default 50/s in all): an open
+     loop. Each person's answers fall due at the times of a Poisson process (an exponentially
+     distributed think time of mean annotators / rate), whatever the server does; an answer
+     due before its panel has arrived is sent when the panel arrives, and its latency counts
+     from when it fell due, so that a slow server can neither lower the offered rate nor hide
+     its queue (target p95 <= 50 ms, 0 errors);
+   - the same annotators with no think time, a closed loop: the server saturated, measuring
+     throughput (target >= 150 judgments/s on 2 cores; its latency is the number of
+     annotators over the throughput, whatever the server does);
 4. afterwards checks in SQL that the stored judgments equal the acknowledged submissions, that
-   no unit has more holders than judges and that no single-judged item has two judges.
+   no unit has more holders than judges and that no single-judged item has two judges, and
+   reports the CPU time per answer of the web server, PostgreSQL and the client.
 """
 
 from __future__ import annotations
@@ -125,6 +135,7 @@ class Annotator:
         self.sock: socket.socket | None = None
         self.inbox = bytearray()
         self.sent_at = 0.0
+        self.due = 0.0  # open loop: when the next answer falls due
         self.closing = False
         self.n = 0
 
@@ -160,8 +171,9 @@ class Annotator:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.setblocking(False)
 
-    def send_answer(self) -> bool:
-        """Answer the item on screen; False when there is nothing left to judge."""
+    def send_answer(self, due: float | None = None) -> bool:
+        """Answer the item on screen; False when there is nothing left to judge. The latency
+        counts from `due` (when the answer fell due) if given, else from now."""
         item, key = ITEM.search(self.page), KEY.search(self.page)
         if item is None or key is None or self.sock is None:
             return False
@@ -177,7 +189,7 @@ class Annotator:
             f"Content-Length: {len(body)}\r\n\r\n"
         )
         self.inbox.clear()
-        self.sent_at = time.perf_counter()
+        self.sent_at = time.perf_counter() if due is None else due
         self.sock.sendall(head.encode() + body)  # a few hundred bytes: the buffer takes them
         self.n += 1
         return True
@@ -221,37 +233,45 @@ class Annotator:
 def judge_all(
     clients: list[Annotator], deadline: float, budget: Budget, think: float = 0.0, seed: int = 7
 ) -> None:
-    """Drive every annotator from one thread. With no think time each sends its next answer
-    as soon as the previous response is in (a closed loop); with ``think`` > 0 it first waits
-    an exponentially distributed time of that mean, as a person reading the next document
-    would, so that ``len(clients) / think`` answers per second are offered in all."""
+    """Drive every annotator from one thread (times are `time.perf_counter()`).
+
+    With no think time each sends its next answer as soon as the previous response is in (a
+    closed loop). With ``think`` > 0 it is an open loop: each annotator's answers fall due at
+    the times of a Poisson process of mean gap ``think`` (``len(clients) / think`` answers per
+    second offered in all); one that falls due while the previous is still in flight is sent
+    when its panel arrives, and its latency counts from when it fell due."""
     selector = selectors.DefaultSelector()
     rng = random.Random(seed)
     waiting: list[tuple[float, int, Annotator]] = []  # (when, tie-breaker, annotator)
 
-    def send(client: Annotator) -> None:
-        if time.monotonic() < deadline and budget.take() and client.send_answer():
+    def send(client: Annotator, due: float | None) -> None:
+        if time.perf_counter() < deadline and budget.take() and client.send_answer(due):
             selector.register(client.sock, selectors.EVENT_READ, client)  # type: ignore[arg-type]
         else:
             client.close()
 
     def later(client: Annotator) -> None:
         if think <= 0:
-            send(client)
+            send(client, None)
+            return
+        client.due += rng.expovariate(1 / think)
+        if client.due >= deadline:  # the phase is over before this answer falls due
+            client.close()
+        elif client.due <= time.perf_counter():  # fell due while the last was in flight
+            send(client, client.due)
         else:
-            due = time.monotonic() + rng.expovariate(1 / think)
-            if due < deadline:
-                heapq.heappush(waiting, (due, id(client), client))
-            else:  # the phase is over before this person would answer again
-                client.close()
+            heapq.heappush(waiting, (client.due, id(client), client))
 
+    start = time.perf_counter()
     for client in clients:
         client.connect()
+        client.due = start
         later(client)
     while selector.get_map() or waiting:
-        now = time.monotonic()
+        now = time.perf_counter()
         while waiting and waiting[0][0] <= now:
-            send(heapq.heappop(waiting)[2])
+            client = heapq.heappop(waiting)[2]
+            send(client, client.due)
         if not selector.get_map():
             if waiting:  # everyone is thinking
                 time.sleep(max(0.0, waiting[0][0] - now))
@@ -355,7 +375,7 @@ def run_phase(
     before = cpu_by_part(server_pid)
     started = time.perf_counter()
     think = len(clients) / rate if rate else 0.0
-    judge_all(clients, time.monotonic() + duration, budget, think=think)
+    judge_all(clients, started + duration, budget, think=think)
     elapsed = time.perf_counter() - started
     after = cpu_by_part(server_pid)
     return Phase(
@@ -569,7 +589,7 @@ def report(
     def pace(p: Phase) -> str:
         if p.offered is None:
             return "none"
-        return f"{1000 * p.annotators / p.offered:.0f} ms ({p.offered:.0f}/s offered)"
+        return f"{1000 * p.annotators / p.offered:.0f} ms, open loop ({p.offered:.0f}/s offered)"
 
     def row(p: Phase) -> str:
         return (
@@ -586,14 +606,15 @@ def report(
         f"{verdict['pool items']:,} pool items ({args.queries:,} queries x "
         f"{args.docs_per_query} documents); clients: one thread driving one keep-alive "
         "HTTP/1.1 connection per annotator (reopened when a sync worker closes it), "
-        "no think time unless the table gives one (exponentially distributed, that mean).",
+        "no think time unless the table gives one (exponentially distributed, that mean; "
+        "with a think time the latency counts from when an answer fell due).",
         "",
         "| annotators | think time | seconds | submissions | p50 ms | p95 ms | p99 ms | mean ms | "
         "judgments/s | errors |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         row(solo),
-        row(crowd),
         *[row(p) for p in paced],
+        row(crowd),
         "",
         "CPU time per acknowledged submission, by part (ms):",
         "",
@@ -604,14 +625,42 @@ def report(
             f"| {p.annotators} | {pace(p)} | "
             + " | ".join(f"{1000 * p.cpu[k] / max(p.acknowledged, 1):.1f}" for k in CPU_PARTS)
             + " |"
-            for p in (solo, crowd, *paced)
+            for p in (solo, *paced, crowd)
         ],
         "",
         "| check after the run | value |",
         "|---|---:|",
         *[f"| {name} | {value:,} |" for name, value in verdict.items()],
+        "",
+        *targets(solo, paced, crowd, verdict),
     ]
     return "\n".join(lines) + "\n"
+
+
+def targets(solo: Phase, paced: list[Phase], crowd: Phase, verdict: dict[str, int]) -> list[str]:
+    """The speed targets (docs/benchmarks.md) against this run."""
+
+    def met(ok: bool) -> str:
+        return "met" if ok else "**missed**"
+
+    stored = verdict["stored judgments"] == verdict["acknowledged submissions"]
+    web = 1000 * crowd.cpu["app"] / max(crowd.acknowledged, 1)
+    lines = ["| target | measured | |", "|---|---:|---|"]
+    for p in paced:
+        ok = p.percentile(95) <= 50 and not p.errors and stored
+        lines.append(
+            f"| {p.annotators} annotators offering {p.offered:.0f}/s: p95 <= 50 ms, 0 errors, "
+            f"stored = acknowledged | p95 {p.percentile(95):.1f} ms, {p.throughput:.0f}/s "
+            f"served, {len(p.errors)} errors | {met(ok)} |"
+        )
+    lines += [
+        f"| 1 annotator alone: p95 <= 20 ms | p95 {solo.percentile(95):.1f} ms | "
+        f"{met(solo.percentile(95) <= 20)} |",
+        f"| saturated ({crowd.annotators} annotators, no think time): >= 150 judgments/s | "
+        f"{crowd.throughput:.0f}/s | {met(crowd.throughput >= 150)} |",
+        f"| web CPU per answer (saturated) | {web:.1f} ms | reported |",
+    ]
+    return lines
 
 
 def _rates(text: str) -> list[float]:
@@ -622,7 +671,9 @@ def _rates(text: str) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(
+        description="Load test of the judging loop (submit + next) on PostgreSQL"
+    )
     parser.add_argument("--annotators", type=int, default=32)
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--single-duration", type=float, default=10.0)
@@ -640,9 +691,9 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="keep the data of the last run")
     parser.add_argument("--output", type=Path)
     parser.add_argument(
-        "--rates", type=_rates, default=[],
-        help="also measure the annotators with think time, offering these answers/s in all "
-        "(comma-separated, e.g. 150,250,350), one phase each after the no-think-time one",
+        "--rates", type=_rates, default=[50.0],
+        help="the annotators at human pace, offering these answers/s in all (comma-separated; "
+        "default 50, the target's), one open-loop phase each before the saturated one",
     )  # fmt: skip
     parser.add_argument("--setup", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -656,16 +707,16 @@ def main() -> None:
     try:
         people = [Annotator(args.port, name) for name in usernames(args.annotators)]
         solo = run_phase(people[:1], args.single_duration, server.pid)
-        crowd = run_phase(people[1:], args.duration, server.pid)
         paced = [run_phase(people[1:], args.duration, server.pid, rate=rate) for rate in args.rates]
+        crowd = run_phase(people[1:], args.duration, server.pid)
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
-    acknowledged = sum(p.acknowledged for p in (solo, crowd, *paced))
+    acknowledged = sum(p.acknowledged for p in (solo, *paced, crowd))
     verdict = checks(args, acknowledged)
     text = report(args, solo, crowd, paced, verdict)
     print(text)
-    for error in [e for p in (solo, crowd, *paced) for e in p.errors][:10]:
+    for error in [e for p in (solo, *paced, crowd) for e in p.errors][:10]:
         print("error:", error, file=sys.stderr)
     if args.output:
         args.output.write_text(text)

@@ -32,7 +32,7 @@ from .services import (
     claim_active,
     finished_count,
     judgment_submit,
-    protocol_change_for,
+    protocol_gate,
     screen_for,
     unit_state,
 )
@@ -169,9 +169,9 @@ class QueueView(APIView):
     def get(self, request: Request, slug: str) -> Response:
         access = _access(request, slug)
         pool, user = pool_or_404(access), _user(request)
-        protocol = access.project.current_protocol()
+        protocol, change = protocol_gate(project=access.project, user=user)
         claim = claim_active(pool=pool, user=user)
-        active = None
+        active, state = None, None
         if claim is not None:
             state = unit_state(claim=claim)
             query = claim.unit.query
@@ -180,12 +180,11 @@ class QueueView(APIView):
                 "done": state.done,
                 "total": state.total,
             }
-        change = protocol_change_for(project=access.project, user=user, current=protocol)
         data = {
             "protocol": protocol.number if protocol else None,
             "protocol_change": _change(change),
             "active": active,
-            "finished_queries": finished_count(pool=pool, user=user),
+            "finished_queries": state.finished if state else finished_count(pool=pool, user=user),
         }
         return Response(QueueOut(data).data)
 

@@ -10,17 +10,27 @@ from __future__ import annotations
 import math
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Max, Min, QuerySet, Subquery
+from django.db import IntegrityError, transaction
+from django.db.models import (
+    Case,
+    Exists,
+    FilteredRelation,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.utils import timezone
 
-from annotation.models import Document, Project, ProtocolAck, ProtocolVersion, Query
+from annotation.models import Project, ProtocolAck, ProtocolVersion
 from annotation.protocol import DiffLine, diff
 from assay.db import bulk_insert
 from pooling.models import Pool, PoolItem, Run
@@ -121,10 +131,12 @@ def work_units_create(
 @dataclass(frozen=True)
 class UnitState:
     """Where an annotator stands on their claimed query: items in display order and their
-    current answer kind (None: not judged yet, or undone)."""
+    current answer kind (None: not judged yet, or undone), and how many queries of the pool
+    they have finished."""
 
     claim: Claim
     items: list[tuple[int, str | None]]
+    finished: int = 0
 
     @property
     def done(self) -> int:
@@ -138,20 +150,43 @@ class UnitState:
     def next_item_id(self) -> int | None:
         return next((pk for pk, kind in self.items if kind not in HANDLED), None)
 
+    @property
+    def item_ids(self) -> set[int]:
+        return {pk for pk, _ in self.items}
+
+    def kind_of(self, item_id: int) -> str | None:
+        """The current answer on the item (None: none yet, or not an item of this query)."""
+        return next((kind for pk, kind in self.items if pk == item_id), None)
+
+    def answered(self, item_id: int, kind: str) -> UnitState:
+        """The state once `kind` is stored for the item."""
+        items = [(pk, kind if pk == item_id else now) for pk, now in self.items]
+        return UnitState(self.claim, items, self.finished)
+
 
 def unit_state(*, claim: Claim) -> UnitState:
-    # Plain SQL (valid on PostgreSQL and SQLite): this read runs on every answer, and building
-    # the same query through the ORM costs several times its execution.
-    items, judgments = PoolItem._meta.db_table, Judgment._meta.db_table
-    sql = (
-        f"SELECT i.id, (SELECT j.kind FROM {judgments} j WHERE j.pool_item_id = i.id"
-        f" AND j.user_id = %s ORDER BY j.id DESC LIMIT 1)"
-        f" FROM {items} i WHERE i.pool_id = %s AND i.query_id = %s ORDER BY i.position"
+    """The items of the claim's query in display order with the holder's current answer on
+    each (their latest row), and how many queries of the pool they finished."""
+    # One row per item and answer of the holder's (LEFT JOIN), oldest answer first: the last
+    # row of an item is its current answer. A join compiles in a fraction of the time of a
+    # correlated subquery per item. PostgreSQL reads a person's few rows through
+    # `judgment_latest`, or, once they have many, looks up each of the ~20 items by index.
+    mine = FilteredRelation("judgments", condition=Q(judgments__user_id=claim.user_id))
+    rows = (
+        PoolItem.objects.annotate(mine=mine)
+        .filter(pool_id=claim.pool_id, query_id=claim.unit.query_id)
+        .order_by("position", "mine__id")
+        .values_list("pk", "mine__kind")
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [claim.user_id, claim.pool_id, claim.unit.query_id])
-        rows = [(item_id, kind) for item_id, kind in cursor.fetchall()]
-    return UnitState(claim, rows)
+    latest: dict[int, str | None] = {}
+    for pk, kind in rows:
+        latest[pk] = kind  # a dict keeps each item where it first came: in display order
+    finished = _done_claims(pool_id=claim.pool_id, user_id=claim.user_id).count()
+    return UnitState(claim, list(latest.items()), finished)
+
+
+def _done_claims(*, pool_id: int, user_id: int) -> QuerySet[Claim]:
+    return Claim.objects.filter(pool_id=pool_id, user_id=user_id, state=ClaimState.DONE)
 
 
 def _finish_if_complete(state: UnitState) -> bool:
@@ -174,32 +209,44 @@ class ProtocolChange:
     lines: list[DiffLine] = field(default_factory=list)
 
 
-def protocol_change_for(
-    *, project: Project, user: User, current: ProtocolVersion | None
-) -> ProtocolChange | None:
-    """The change `user` must acknowledge before judging on, if any.
+def protocol_gate(
+    *, project: Project, user: User
+) -> tuple[ProtocolVersion | None, ProtocolChange | None]:
+    """The project's current protocol version, and the change `user` must acknowledge before
+    judging on, if any.
 
     Only people who judged under an earlier version need to: a newcomer reads the whole
-    current protocol anyway.
+    current protocol anyway. Under the first version that is one read; after it, one more.
     """
-    if current is None or current.number == 1:
-        return None
-    if ProtocolAck.objects.filter(version=current, user=user).exists():
-        return None
+    current = project.current_protocol()
+    if current is None or current.number == 1 or not _must_acknowledge(current, user):
+        return current, None
+    return current, _change_since(project, user, current)
+
+
+def _must_acknowledge(current: ProtocolVersion, user: User) -> bool:
+    """Not acknowledged, and some of the user's judgments in the project are under an earlier
+    version: one read (a CASE stops at the first check that settles it)."""
+    acked = ProtocolAck.objects.filter(version=OuterRef("pk"), user=user)
+    earlier = Judgment.objects.filter(
+        user=user, protocol__project=OuterRef("project"), protocol__number__lt=OuterRef("number")
+    )
+    must = Case(When(Exists(acked), then=Value(False)), default=Exists(earlier))
+    rows = ProtocolVersion.objects.filter(pk=current.pk).values_list(must, flat=True)
+    return bool(rows[0]) if rows else False
+
+
+def _change_since(project: Project, user: User, current: ProtocolVersion) -> ProtocolChange:
+    """What changed since the last version `user` judged under or acknowledged."""
     earlier = Judgment.objects.filter(
         user=user, protocol__project=project, protocol__number__lt=current.number
     )
-    if not earlier.exists():
-        return None
     acked = ProtocolAck.objects.filter(
         user=user, version__project=project, version__number__lt=current.number
     )
-    numbers = [
-        n
-        for n in (
-            earlier.order_by("-protocol__number").values_list("protocol__number", flat=True)[:1]
-        )
-    ]
+    numbers = list(
+        earlier.order_by("-protocol__number").values_list("protocol__number", flat=True)[:1]
+    )
     numbers += list(acked.values_list("version__number", flat=True))
     seen = project.protocols.filter(number=max(numbers)).first()
     return ProtocolChange(seen, current, diff(seen.text if seen else "", current.text))
@@ -310,18 +357,27 @@ def _stored(key: uuid.UUID, user: User, *, item_id: int | None, undo: bool) -> J
 @transaction.atomic
 def _submit(*, pool: Pool, user: User, item_id: int, answer: Answer, key: uuid.UUID) -> Submitted:
     protocol = _protocol_gate(pool.project, user)
-    claim = _claim_for_item(pool, user, item_id)
-    if answer.kind == Kind.UNDO:
-        latest = Judgment.objects.filter(pool_item_id=item_id, user=user).order_by("-pk").first()
-        if latest is None or latest.kind == Kind.UNDO:
-            raise NotYours("this item has no answer of yours to undo")
+    before = _state_holding(pool, user, item_id)
+    if answer.kind == Kind.UNDO and before.kind_of(item_id) in (None, Kind.UNDO):
+        raise NotYours("this item has no answer of yours to undo")
     judgment = _record(item_id, user, answer, key, protocol)
-    _touch(claim, judgment.created_at)
-    state = unit_state(claim=claim)
+    _touch(before.claim, judgment.created_at)
+    state = before.answered(item_id, answer.kind)
     # Not closed if a lead released the query (or it expired) since it was read above; the
     # answer is kept all the same: it was given while the person held the query.
     _finish_if_complete(state)
     return Submitted(judgment, True, protocol, state)
+
+
+def _state_holding(pool: Pool, user: User, item_id: int) -> UnitState:
+    """Where the user stands on the query holding `item_id`, which must be their active
+    claim's: read in the ordinary case with the active claim, its items and answers."""
+    claim = claim_active(pool=pool, user=user)
+    if claim is not None:
+        state = unit_state(claim=claim)
+        if item_id in state.item_ids:
+            return state
+    return unit_state(claim=_claim_for_item(pool, user, item_id))
 
 
 def _touch(claim: Claim, now: datetime) -> None:
@@ -348,8 +404,7 @@ def _record(
 
 
 def _protocol_gate(project: Project, user: User) -> ProtocolVersion | None:
-    current = project.current_protocol()
-    change = protocol_change_for(project=project, user=user, current=current)
+    current, change = protocol_gate(project=project, user=user)
     if change is not None:
         raise ProtocolChanged(change)
     return current
@@ -497,10 +552,9 @@ def screen_for(*, pool: Pool, user: User, after: Submitted | None = None) -> Scr
     if after is not None and after.created and after.state is not None:
         protocol, state = after.protocol, after.state
         if state.claim.state == ClaimState.ACTIVE and state.next_item_id is not None:
-            return _item_screen(pool, user, protocol, state)
+            return _item_screen(protocol, state)
     else:
-        protocol = pool.project.current_protocol()
-        change = protocol_change_for(project=pool.project, user=user, current=protocol)
+        protocol, change = protocol_gate(project=pool.project, user=user)
         if change is not None:
             return Screen(protocol, change=change)
     for _attempt in range(5):  # a finished query hands over to the next one
@@ -509,15 +563,13 @@ def screen_for(*, pool: Pool, user: User, after: Submitted | None = None) -> Scr
             break
         state = unit_state(claim=claim)
         if state.next_item_id is not None:
-            return _item_screen(pool, user, protocol, state)
+            return _item_screen(protocol, state)
         _finish(state)
     finished = finished_count(pool=pool, user=user)
     return Screen(protocol, finished_queries=finished, can_undo=finished > 0)
 
 
-def _item_screen(
-    pool: Pool, user: User, protocol: ProtocolVersion | None, state: UnitState
-) -> Screen:
+def _item_screen(protocol: ProtocolVersion | None, state: UnitState) -> Screen:
     item_id = state.next_item_id
     assert item_id is not None  # callers only come here with an item left to judge
     return Screen(
@@ -525,7 +577,7 @@ def _item_screen(
         item=shown_item(item_id),
         done_in_query=state.done,
         total_in_query=state.total,
-        finished_queries=finished_count(pool=pool, user=user),
+        finished_queries=state.finished,
         can_undo=True,
     )
 
@@ -536,50 +588,21 @@ def _finish(state: UnitState) -> None:
 
 
 def finished_count(*, pool: Pool, user: User) -> int:
-    sql = f"SELECT count(*) FROM {Claim._meta.db_table} WHERE pool_id = %s AND user_id = %s"
-    with connection.cursor() as cursor:  # plain SQL: see unit_state
-        cursor.execute(sql + " AND state = %s", [pool.pk, user.pk, ClaimState.DONE.value])
-        row = cursor.fetchone()
-    return int(row[0]) if row else 0
+    return _done_claims(pool_id=pool.pk, user_id=user.pk).count()
 
 
-# What the panel shows of an item, its query and its document (the one-statement answer in
-# `fastpath` reads the same columns for the next item, so both go through `item_from_row`).
-SHOWN_ITEM_COLUMNS = """i.id, i.pool_id, i.query_id, i.document_id, i.position,
-       q.id, q.project_id, q.qid, q.text, q.description,
-       d.id, d.project_id, d.docid, d.title, d.text"""
-_SHOWN_ITEM = f"""
-SELECT {SHOWN_ITEM_COLUMNS}
-FROM pooling_poolitem i
-JOIN annotation_query q ON q.id = i.query_id
-JOIN annotation_document d ON d.id = i.document_id
-WHERE i.id = %s
-"""
+# What the panel shows of an item: never its provenance or best rank (which systems found it,
+# and where), so that those cannot reach an annotator's page even by mistake.
+SHOWN = (
+    *("pool_id", "query_id", "document_id", "position"),
+    *("query__qid", "query__text", "query__description"),
+    *("document__docid", "document__title", "document__text"),
+)
 
 
 def shown_item(item_id: int) -> PoolItem:
-    """The item with what the panel shows of its query and document, read in one plain
-    statement (the ORM's select_related costs several times more to build than to run)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_SHOWN_ITEM, [item_id])
-        row = cursor.fetchone()
-    if row is None:
-        raise PoolItem.DoesNotExist(f"no pool item {item_id}")
-    return item_from_row(row)
-
-
-def item_from_row(row: Sequence[Any]) -> PoolItem:
-    """The models of a row of `SHOWN_ITEM_COLUMNS`. Fields not read are deferred: Django loads
-    them if something ever asks."""
-    alias = connection.alias
-    item = PoolItem.from_db(
-        alias, ["id", "pool_id", "query_id", "document_id", "position"], row[:5]
-    )
-    item.query = Query.from_db(alias, ["id", "project_id", "qid", "text", "description"], row[5:10])
-    item.document = Document.from_db(
-        alias, ["id", "project_id", "docid", "title", "text"], row[10:15]
-    )
-    return item
+    """The item with the query and document the panel shows, in one read."""
+    return PoolItem.objects.select_related("query", "document").only(*SHOWN).get(pk=item_id)
 
 
 @dataclass(frozen=True)
@@ -603,7 +626,7 @@ def progress_of(*, pool: Pool, user: User) -> JudgeProgress:
     )
     answered = Judgment.objects.filter(pk__in=latest, kind__in=HANDLED).count()
     return JudgeProgress(
-        finished_queries=finished_count(pool=pool, user=user),
+        finished_queries=state.finished if state else finished_count(pool=pool, user=user),
         answered_items=answered,
         in_query=(state.done, state.total) if state else None,
     )

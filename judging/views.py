@@ -8,7 +8,6 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -19,17 +18,13 @@ from annotation.access import Access, project_for_member
 from annotation.models import Project, ProtocolVersion
 from annotation.protocol import from_content
 from annotation.services_protocol import protocol_ack
-from assay.auth import session_user
 from pooling.models import Pool, PoolItem
 
-from . import fastpath
 from .access import pool_or_404
-from .fastpath import FastScreen
 from .highlight import highlight, query_terms
 from .models import Grade
 from .services import (
     Answer,
-    BadAnswer,
     JudgingError,
     NoSuchItem,
     NotYours,
@@ -104,41 +99,6 @@ def panel_context(project: Project, pool: Pool | None, screen: Screen | None) ->
     return context
 
 
-def _fast_panel_context(slug: str, fast: FastScreen, item: PoolItem) -> dict[str, Any]:
-    """The same panel as `panel_context`, from what the one-statement submission read: the
-    rows it returned stand in for the models, with every other field deferred."""
-    project, pool = _loaded(slug, fast)
-    item.pool = pool
-    protocol = None
-    if fast.protocol_id is not None:
-        protocol = ProtocolVersion.from_db(
-            connection.alias,
-            ["id", "number", "content"],
-            [fast.protocol_id, fast.protocol_number, {"grades": fast.grades}],
-        )
-    screen = Screen(
-        protocol,
-        item=item,
-        done_in_query=fast.done_in_query,
-        total_in_query=fast.total_in_query,
-        finished_queries=fast.finished_queries,
-        can_undo=True,
-    )
-    context = panel_context(project, pool, screen)
-    context["error"] = ""
-    return context
-
-
-def _loaded(slug: str, fast: FastScreen) -> tuple[Project, Pool]:
-    """The project and pool as the submission statement read them: only their ids and the
-    slug are loaded, the rest is deferred (Django reads it if anything asks)."""
-    db = connection.alias
-    project = Project.from_db(db, ["id", "slug"], [fast.project_id, slug])
-    pool = Pool.from_db(db, ["id", "project_id"], [fast.pool_id, fast.project_id])
-    pool.project = project
-    return project, pool
-
-
 def _panel(
     request: HttpRequest,
     project: Project,
@@ -177,18 +137,8 @@ def _key(request: HttpRequest, name: str = "key") -> uuid.UUID | None:
 
 
 @require_POST
-def judge_submit(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
-    # The one-statement answer identifies the person from the session and has its statement
-    # confirm them (assay.auth.session_user), so it runs before anything reads request.user;
-    # CSRF has been checked by then, as for every view. Everything else goes the general way.
-    fast = _submit_fast(request, slug, item_id)
-    if fast is not None:
-        return fast
-    return _judge_submit(request, slug, item_id)
-
-
 @login_required
-def _judge_submit(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
+def judge_submit(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     access = _get_project_for_judge(request, slug)
     pool = pool_or_404(access)
     key = _key(request)
@@ -214,37 +164,6 @@ def _answer(request: HttpRequest) -> Answer:
     return Answer.parse(
         post.get("kind", "grade"), post.get("grade"), post.get("note", ""), post.get("seconds", 0)
     )
-
-
-def _submit_fast(request: HttpRequest, slug: str, item_id: int) -> HttpResponse | None:
-    """An ordinary answer from the judging page, stored and followed by the next item in one
-    SQL statement (see `fastpath`); None when the general path must handle the request."""
-    key = _key(request)
-    if key is None or not request.htmx or not fastpath.enabled():  # type: ignore[attr-defined]
-        return None
-    who = session_user(request)
-    if who is None:
-        return None
-    try:
-        answer = _answer(request)
-    except BadAnswer:
-        return None
-    fast = fastpath.submit_and_next(
-        slug=slug,
-        user=who,
-        item_id=item_id,
-        kind=answer.kind,
-        grade=answer.grade,
-        note=answer.note,
-        seconds=answer.seconds,
-        key=key,
-    )
-    if fast is None:
-        return None
-    if fast.item is None:  # the query is done (and closed): the general path hands out the next
-        project, pool = _loaded(slug, fast)
-        return _panel(request, project, pool)
-    return render(request, PANEL, _fast_panel_context(slug, fast, fast.item))
 
 
 @login_required

@@ -87,19 +87,19 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     # A health check is one more round trip at the start of every request; without it a
     # connection that the server dropped fails one request, and the next one reconnects.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("CONN_HEALTH_CHECKS", False)
-    # The judging page's hot statement (judging/fastpath.py) is prepared: planning it costs more
-    # than running it. Django's own queries are bound on the client and are never prepared. A
-    # pooler that cannot keep prepared statements (PgBouncer before 1.21 in transaction mode)
-    # needs DB_PREPARED_STATEMENTS=0.
+    # Parameters bound on the server, and each statement prepared once a connection has run it
+    # a few times: PostgreSQL then plans a judging answer's statements once per connection, not
+    # on every request (about 40 % of its CPU per answer). A pooler that cannot keep prepared
+    # statements (PgBouncer before 1.21 in transaction mode) needs DB_PREPARED_STATEMENTS=0.
     if env_bool("DB_PREPARED_STATEMENTS", True):
-        DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 5)
+        DATABASES["default"]["OPTIONS"].update(server_side_binding=True, prepare_threshold=5)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Every request reads the session and its user: a signed cookie and one plain SELECT, rather than
-# two ORM queries (see `assay/auth.py`). A signed cookie cannot be revoked on the server: logging
-# out forgets it in the browser, and changing the password invalidates every copy (the session
-# holds a hash of it). SESSION_STORE=db keeps sessions in the database instead.
+# Every request reads the session and its user: a signed cookie and Django's own read of the user
+# row, rather than two queries. A signed cookie cannot be revoked on the server: logging out
+# forgets it in the browser, and changing the password invalidates every copy (the session holds
+# a hash of it). SESSION_STORE=db keeps sessions in the database instead.
 _SESSION_STORES = {
     "signed_cookies": "django.contrib.sessions.backends.signed_cookies",
     "db": "django.contrib.sessions.backends.db",
@@ -109,7 +109,7 @@ if _session_store not in _SESSION_STORES:
     raise ImproperlyConfigured(f"SESSION_STORE={_session_store!r}: use signed_cookies or db")
 SESSION_ENGINE = _SESSION_STORES[_session_store]
 SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 7 * 24 * 3600, minimum=60)
-AUTHENTICATION_BACKENDS = ["assay.auth.ModelBackend"]
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
