@@ -16,7 +16,7 @@ $(PY):
 	"$$(scripts/find-python)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml annotation/_logscan.c | $(PY)
+$(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 

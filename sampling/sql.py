@@ -1,4 +1,4 @@
-"""The SQL of ingestion, one builder per phase; :mod:`annotation.sampling_ingest` runs them.
+"""The SQL of ingestion, one builder per phase; :mod:`sampling.ingest` runs them.
 
 Tables, in the order they appear (all TEMP, dropped as soon as no later statement needs
 them, so that memory holds one phase's data at a time):
@@ -25,36 +25,53 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from .sampling_source import Source, identifier
-from .sampling_strata import PiiPolicy
-from .sampling_text import Normalisation, mask_sql, normalise_sql, pii_kind_sql
+import duckdb
+from duckdb.func import PythonUDFType
+
+from .source import Source, identifier
+from .strata import PiiPolicy
+from .text import SCREENED, Normalisation, screen_arrow
 
 __all__ = [
-    "NORMALISE_UDF",
+    "SCREEN_UDF",
     "events_sql",
     "numbering_sql",
     "per_query_sql",
     "reform_sql",
+    "register_screen",
     "screen_sql",
     "stats_columns",
     "stats_sql",
 ]
 
-NORMALISE_UDF = "assay_normalise"
+SCREEN_UDF = "assay_screen"
 _NAN = "CAST('NaN' AS DOUBLE)"
 
 
-def screen_sql(normalisation: Normalisation) -> str:
-    """Normalise and screen each distinct raw string once.
+def register_screen(con: duckdb.DuckDBPyConnection, normalisation: Normalisation) -> None:
+    """Register ``SCREEN_UDF``: the one rule of normalisation and screening, vectorised (DuckDB
+    hands it a vector of distinct strings at a time)."""
+    con.create_function(
+        SCREEN_UDF,
+        screen_arrow(normalisation),
+        [duckdb.string_type()],
+        duckdb.struct_type({name: duckdb.string_type() for name in SCREENED.names}),
+        type=PythonUDFType.ARROW,
+        side_effects=False,
+    )
 
-    A query that looks like it holds personal data is keyed by its masked text under both
-    policies, so the raw text never reaches the statistics.
+
+def screen_sql() -> str:
+    """Normalise and screen each distinct raw string once, with the Python rule.
+
+    ``SCREEN_UDF`` is :func:`sampling.text.screen_arrow`, registered by
+    :func:`register_screen`. A query that looks like it holds personal data is keyed by its
+    masked text under both policies, so the raw text never reaches the statistics.
     """
-    normalised = normalise_sql("raw", normalisation, NORMALISE_UDF)
     return f"""CREATE OR REPLACE TEMP TABLE _keyed AS
-        SELECT *, CASE WHEN pii IS NULL THEN norm ELSE {mask_sql("norm")} END AS query
-        FROM (SELECT *, {pii_kind_sql("norm")} AS pii
-              FROM (SELECT *, {normalised} AS norm FROM _raw WHERE raw IS NOT NULL))"""
+        SELECT * EXCLUDE (screened), screened.norm AS norm, screened.pii AS pii,
+               screened.query AS query
+        FROM (SELECT *, {SCREEN_UDF}(raw) AS screened FROM _raw WHERE raw IS NOT NULL)"""
 
 
 def numbering_sql(pii: PiiPolicy, by_hash: bool) -> list[str]:

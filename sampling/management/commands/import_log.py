@@ -6,16 +6,15 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.cli import project_by_slug
-from annotation.models import LogStatus, QueryLog
-from annotation.sampling import check_seed, parse_quotas
-from annotation.sampling_options import (
+from sampling.core import check_seed, parse_quotas
+from sampling.models import LogStatus, QueryLog
+from sampling.options import (
     DEFINITION_OPTIONS,
     add_definition_arguments,
     describe_definition,
     requested_definition,
 )
-from annotation.sampling_stats import reader_summary
-from annotation.services_sampling import (
+from sampling.services import (
     SamplingError,
     accepted_message,
     definition_ignored,
@@ -142,8 +141,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     action = "masked" if report.get("pii_policy") == "mask" else "excluded"
     lines = [
         f"{report['rows']} lines read, {report['events']} events in the statistics, "
-        f"{report['distinct_queries']} distinct queries, "
-        + reader_summary(report.get("reader", "duckdb"), report.get("reader_note", "")),
+        f"{report['distinct_queries']} distinct queries",
         f"skipped: {report['malformed_rows']} malformed lines, {report['blank_queries']} blank "
         f"queries; {report['invalid_utf8_lines']} lines with invalid UTF-8 repaired",
         f"personal data ({action}): {pii or 'none found'}",
