@@ -69,6 +69,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
+import numpy as np
 
 from .read import (
     ReadPlan,
@@ -91,7 +92,6 @@ from .source import (
 from .sql import (
     numbering_sql,
     per_query_sql,
-    reform_sql,
     register_screen,
     screen_sql,
     stats_columns,
@@ -103,6 +103,7 @@ from .stats import (
     PiiCount,
     fetch_stats,
 )
+from .statsfile import is_statistics, read_statistics
 from .strata import StrataDefinition
 
 __all__ = ["EngineSettings", "ProgressCallback", "ingest_log"]
@@ -138,8 +139,13 @@ def ingest_log(
     database: str | Path | None = None,
     engine: EngineSettings | None = None,
     on_progress: ProgressCallback | None = None,
+    statistics: bool | None = None,
 ) -> LogStats:
     """Read the log at ``path`` into per-query statistics (see the module docstring).
+
+    A per-query statistics file (docs/warehouse.md) is read in place of a raw log when
+    ``statistics`` is true, or, when it is None, when its columns are those of one
+    (:func:`sampling.statsfile.is_statistics`); it is checked row by row.
 
     ``definition`` supplies the normalisation, the reformulation window and the PII policy.
     With ``database`` the statistics are also written to that DuckDB file (tables
@@ -151,7 +157,9 @@ def ingest_log(
     rule = definition or StrataDefinition()
     settings = engine or EngineSettings()
     try:
-        return _ingest(Path(path), columns, log_format, rule, database, settings, on_progress)
+        return _ingest(
+            Path(path), columns, log_format, rule, database, settings, on_progress, statistics
+        )
     except duckdb.OutOfMemoryException as error:
         raise LogError(
             f"{path}: the log needs more memory than the limit of {settings.memory_limit} "
@@ -167,12 +175,19 @@ def _ingest(
     database: str | Path | None,
     settings: EngineSettings,
     on_progress: ProgressCallback | None,
+    statistics: bool | None,
 ) -> LogStats:
     started = time.perf_counter()
     with _Connection(settings, database, rule) as (con, workdir):
         run = _Runner(con, on_progress)
         run.report(0.0, "reading the log")
         source = _describe_by_name(con, path, log_format, workdir)
+        if statistics or (statistics is None and is_statistics(source.columns)):
+            stats = read_statistics(con, source, rule)
+            if database is not None:
+                _persist_stats(con, stats)
+            run.report(1.0, f"{len(stats)} distinct queries")
+            return stats
         mapping = (columns or ColumnMap()).matched(source.columns)
         fields, used = field_sql(source, mapping)
         found = source.columns
@@ -187,10 +202,8 @@ def _ingest(
         screened, by_hash = _screen(con, run, rule, path)
         # Timestamps stay in their unit; the window is converted into it instead.
         unit = _epoch_unit(con)
-        for statement in per_query_sql(fields, rule.reformulation_window * unit[0], by_hash):
-            run(statement, 0.55, 0.88, "following sessions")
-        for statement in reform_sql():
-            run(statement, 0.88, 0.96, "testing reformulations")
+        for statement in per_query_sql(rule.reformulation_window * unit[0], by_hash):
+            run(statement, 0.55, 0.96, "following sessions")
         run(stats_sql(fields), 0.96, 0.99, "summarising")
         report = _report(
             con, replace(source, columns=found), used, rejects, screened, rule, started, unit
@@ -285,6 +298,8 @@ class _Connection:
         self.rule = rule
 
     def __enter__(self) -> tuple[duckdb.DuckDBPyConnection, Path]:
+        if self.engine.temp_directory:
+            Path(self.engine.temp_directory).mkdir(parents=True, exist_ok=True)
         self.workdir = Path(tempfile.mkdtemp(prefix="assay-log-", dir=self.engine.temp_directory))
         self.con = duckdb.connect(str(self.database) if self.database else ":memory:")
         threads = _threads(self.engine)
@@ -383,7 +398,7 @@ def _report(
     started: float,
     unit: tuple[float, str],
 ) -> IngestReport:
-    (bad_ts,) = one(con, "SELECT coalesce(sum(bad_ts), 0) FROM _per_query")
+    (bad_ts,) = one(con, "SELECT coalesce(sum(bad_ts), 0) FROM _norms")
     (events,) = one(con, "SELECT coalesce(sum(frequency), 0) FROM _stats")
     malformed = rejects.lines + source.blanked_lines
     return IngestReport(
@@ -480,6 +495,28 @@ def _nul_warning(lines: int) -> tuple[str, ...]:
     if not lines:
         return ()
     return (f"{lines} line(s) with a NUL character in the query: replaced by U+FFFD",)
+
+
+def _persist_stats(con: duckdb.DuckDBPyConnection, stats: LogStats) -> None:
+    """Write statistics read from a file as ingestion writes its own ``_stats``."""
+    columns: dict[str, object] = {"nid": np.arange(len(stats)), "query": stats.query}
+    columns["frequency"] = stats.frequency
+    for name in ("sessions", "users"):
+        if getattr(stats, name) is not None:
+            columns[name] = getattr(stats, name)
+    for name in ("zero_result_rate", "reformulation_rate", "abandonment_rate"):
+        columns[name] = getattr(stats, name)
+    columns["pii"] = stats.pii
+    con.register("_read_columns", columns)
+    # DuckDB reads NaN from NumPy as NULL: the rates are put back to NaN, as ingestion stores.
+    listed = ", ".join(
+        f"coalesce({name}, CAST('NaN' AS DOUBLE)) AS {name}" if name.endswith("_rate") else name
+        for name in columns
+    )
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _stats AS SELECT {listed} FROM _read_columns")
+    con.unregister("_read_columns")
+    assert stats.report is not None
+    _persist(con, stats.report)
 
 
 def _persist(con: duckdb.DuckDBPyConnection, report: IngestReport) -> None:

@@ -135,12 +135,16 @@ def log_create(
     )
 
 
-def log_ingest(*, log_id: int, path: str | Path | None = None) -> QueryLog:
+def log_ingest(
+    *, log_id: int, path: str | Path | None = None, statistics: bool | None = None
+) -> QueryLog:
     """Ingest a queued log into per-query statistics and strata. Idempotent.
 
-    A log already done is returned as it is; a retried task starts over and replaces any
-    statistics of an earlier attempt, so a row is never stored twice. On a bad log the status
-    is `failed` with a message that says what to fix, and the project is left unchanged.
+    ``statistics`` true reads the file as per-query statistics (docs/warehouse.md); None
+    tells a statistics file by its columns. A log already done is returned as it is; a
+    retried task starts over and replaces any statistics of an earlier attempt, so a row is
+    never stored twice. On a bad log the status is `failed` with a message that says what
+    to fix, and the project is left unchanged.
     """
     query_log = QueryLog.objects.select_related("project").get(pk=log_id)
     if query_log.status == LogStatus.DONE:
@@ -151,7 +155,11 @@ def log_ingest(*, log_id: int, path: str | Path | None = None) -> QueryLog:
         definition = definition_for(query_log)
         columns = ColumnMap.parse(query_log.columns) if query_log.columns else None
         stats = ingest_log(
-            source, columns=columns, definition=definition, on_progress=_progress(query_log)
+            source,
+            columns=columns,
+            definition=definition,
+            on_progress=_progress(query_log),
+            statistics=statistics,
         )
         strata = stratify(stats, definition)
         _store(query_log, stats, strata, definition)

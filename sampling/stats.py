@@ -61,6 +61,8 @@ class IngestReport:
     seconds: float
     # Added later: reports stored before them read back with these defaults.
     nul_lines: int = 0
+    # What was read: a raw "log", or a per-query "statistics" file (docs/warehouse.md).
+    input: str = "log"
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -36,6 +36,12 @@ class Command(BaseCommand):
         parser.add_argument("project")
         parser.add_argument("file")
         parser.add_argument("--column", default="", help="mapping, e.g. query=q,session_id=sid")
+        parser.add_argument(
+            "--statistics",
+            action="store_true",
+            help="the file holds per-query statistics computed elsewhere (docs/warehouse.md), "
+            "not raw log lines; a file with those columns is read as such even without it",
+        )
         add_definition_arguments(parser)
         parser.add_argument(
             "--quota",
@@ -84,7 +90,9 @@ class Command(BaseCommand):
             columns=options["column"],
             definition=requested.to_dict() if requested else None,
         )
-        query_log = log_ingest(log_id=query_log.pk, path=path)
+        query_log = log_ingest(
+            log_id=query_log.pk, path=path, statistics=options["statistics"] or None
+        )
         if query_log.status != LogStatus.DONE:
             # The error names the file already. The failed attempt stays in the project's
             # log history (as a failed upload does), holding no statistics.
@@ -139,8 +147,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         for count in report.get("pii", [])
     )
     action = "masked" if report.get("pii_policy") == "mask" else "excluded"
+    unit = "rows of statistics" if report.get("input") == "statistics" else "lines"
     lines = [
-        f"{report['rows']} lines read, {report['events']} events in the statistics, "
+        f"{report['rows']} {unit} read, {report['events']} events in the statistics, "
         f"{report['distinct_queries']} distinct queries",
         f"skipped: {report['malformed_rows']} malformed lines, {report['blank_queries']} blank "
         f"queries; {report['invalid_utf8_lines']} lines with invalid UTF-8 repaired",

@@ -64,6 +64,12 @@ class Command(BaseCommand):
             choices=("csv", "tsv", "jsonl", "parquet"),
             help="log format (default: from the file extension)",
         )
+        parser.add_argument(
+            "--statistics",
+            action="store_true",
+            help="the file holds per-query statistics computed elsewhere (docs/warehouse.md), "
+            "not raw log lines; a file with those columns is read as such even without it",
+        )
         add_definition_arguments(parser)
         parser.add_argument(
             "--weighted",
@@ -117,6 +123,7 @@ class Command(BaseCommand):
                 definition=definition,
                 engine=engine,
                 on_progress=self._progress if options["verbosity"] >= 2 else None,
+                statistics=options["statistics"] or None,
             )
         except LogError as error:
             raise CommandError(str(error)) from error
@@ -197,7 +204,8 @@ def _report_lines(
     lines = []
     if report is not None:
         lines.append(
-            f"log: {report.path} ({report.log_format}), {report.rows} rows, {report.events} "
+            f"{'statistics' if report.input == 'statistics' else 'log'}: {report.path} "
+            f"({report.log_format}), {report.rows} rows, {report.events} "
             f"events in the statistics, {report.distinct_queries} distinct queries "
             f"({report.distinct_raw_queries} raw forms), {report.seconds:.1f} s"
         )
