@@ -20,16 +20,17 @@
 --   to measure it on).
 WITH sequenced AS (
     -- The lines of a session in time order, ties broken by the query's text.
+    -- (one partitioning and order for the three, so that the lines are sorted once)
     SELECT query_id,
            ts,
-           lead(query_id) OVER s AS next_id,
-           lead(ts) OVER s AS next_ts,
-           max(CASE WHEN clicked THEN ts END)
-               OVER (s ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS last_click
+           lead(query_id) OVER (PARTITION BY session_id ORDER BY ts, query_id) AS next_id,
+           lead(ts) OVER (PARTITION BY session_id ORDER BY ts, query_id) AS next_ts,
+           max(CASE WHEN clicked THEN ts END) OVER (
+               PARTITION BY session_id ORDER BY ts, query_id
+               ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING
+           ) AS last_click
     FROM events
     WHERE session_id IS NOT NULL AND ts IS NOT NULL
-    -- one window: the lines are partitioned and sorted once
-    WINDOW s AS (PARTITION BY session_id ORDER BY ts, query_id)
 ),
 steps AS (
     -- A candidate reformulation: the next query of the session, a different one, within

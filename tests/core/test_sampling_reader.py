@@ -57,7 +57,7 @@ def test_a_log_read_in_little_memory_spills_and_gives_the_same_statistics(tmp_pa
     spill = tmp_path / "spill"
     spill.mkdir()
     small = ingest_log(
-        path, engine=EngineSettings(memory_limit="24MB", threads=1, temp_directory=str(spill))
+        path, engine=EngineSettings(memory_limit="40MB", threads=1, temp_directory=str(spill))
     )
     large = ingest_log(path, engine=EngineSettings(memory_limit="1GB"))
     for name in ("query", "frequency", "sessions", "users", "pii"):
