@@ -1,6 +1,6 @@
 """The one log reader (DuckDB) as users meet it: memory, spilling, cancelling, reporting.
 
-``tests/test_sampling_native.py`` holds the reference tests (the reader against a plain-Python
+``tests/test_sampling_cases.py`` holds the reference tests (the reader against a plain-Python
 reading of the documented definitions on crafted and generated logs).
 """
 
