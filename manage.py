@@ -16,7 +16,7 @@ FILE_COMMANDS = {
     "compare": "evaluation",
     "pool": "pooling",
     "agreement": "agreement",
-    "sample_queries": "annotation",
+    "sample_queries": "sampling",
 }
 
 

@@ -137,13 +137,11 @@ class Query(models.Model):
     stratum = models.CharField(
         max_length=32, blank=True, help_text="sampling stratum (head, torso, tail, failures)"
     )
-    # Filled when the query came from a log sample: what is needed to re-weight to traffic.
+    # Filled when the query came from a log sample: what is needed to re-weight to traffic
+    # (which sample it came from is the sampling app's to record).
     frequency = models.PositiveIntegerField(null=True, blank=True)
     inclusion_probability = models.FloatField(null=True, blank=True)
     signals = models.JSONField(null=True, blank=True)
-    sample = models.ForeignKey(
-        "QuerySample", null=True, blank=True, on_delete=models.SET_NULL, related_name="queries"
-    )
 
     class Meta:
         verbose_name_plural = "queries"
@@ -153,92 +151,3 @@ class Query(models.Model):
 
     def __str__(self) -> str:
         return f"{self.qid}: {self.text[:60]}"
-
-
-class SamplingScheme(models.Model):
-    """The project's strata definition, fixed by its first log so later samples match it."""
-
-    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="sampling")
-    definition = models.JSONField()
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"{self.project.slug} sampling scheme"
-
-
-class LogStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-
-
-class QueryLog(models.Model):
-    """An uploaded search log. Only per-query statistics are kept: the file is deleted."""
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="logs")
-    name = models.CharField(max_length=255)
-    upload = models.CharField(max_length=500, blank=True, help_text="file until ingested")
-    columns = models.CharField(max_length=500, blank=True, help_text="field=column, ...")
-    definition = models.JSONField(
-        null=True,
-        blank=True,
-        help_text="strata definition asked for at upload; only the project's first log uses it",
-    )
-    uploaded_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    status = models.CharField(max_length=16, choices=LogStatus.choices, default=LogStatus.QUEUED)
-    progress = models.FloatField(default=0.0)
-    message = models.CharField(max_length=500, blank=True)
-    error = models.TextField(blank=True)
-    report = models.JSONField(null=True, blank=True)
-    strata = models.JSONField(null=True, blank=True, help_text="table, chart points, cut ranks")
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.status})"
-
-
-class LogQueryStat(models.Model):
-    """Per-query statistics of one log (normalised query text)."""
-
-    log = models.ForeignKey(QueryLog, on_delete=models.CASCADE, related_name="stats")
-    query = models.TextField()
-    frequency = models.PositiveIntegerField()
-    sessions = models.PositiveIntegerField(null=True)
-    users = models.PositiveIntegerField(null=True)
-    zero_result_rate = models.FloatField(null=True)
-    reformulation_rate = models.FloatField(null=True)
-    abandonment_rate = models.FloatField(null=True)
-    pii = models.CharField(max_length=32, blank=True, help_text="PII kind of a masked query")
-    stratum = models.CharField(max_length=16)
-
-    def __str__(self) -> str:
-        return f"{self.query[:60]} ×{self.frequency}"
-
-
-class QuerySample(models.Model):
-    """A drawn sample: previewed first, accepted into the project's queries on purpose."""
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="samples")
-    log = models.ForeignKey(QueryLog, on_delete=models.CASCADE, related_name="samples")
-    quotas = models.JSONField()
-    seed = models.BigIntegerField()
-    weighted = models.BooleanField(default=False)
-    draws = models.JSONField()
-    drawn = models.JSONField(help_text="the sampled queries as sample_queries prints them")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    accepted_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return f"sample #{self.pk} of {self.log}"

@@ -11,7 +11,6 @@ from rest_framework.permissions import IsAuthenticated
 
 from annotation import views as annotation_views
 from annotation import views_protocol as protocol_views
-from annotation import views_sampling
 from assay.health import healthz
 from evaluation import views as evaluation_views
 from judging import api as judging_api
@@ -19,6 +18,7 @@ from judging import views as judging_views
 from judging import views_lead as judging_lead_views
 from judging import views_project
 from pooling import views as pooling_views
+from sampling import views as sampling_views
 
 urlpatterns = [
     path("", annotation_views.home, name="home"),
@@ -65,21 +65,21 @@ urlpatterns = [
     path("p/<slug:slug>/pool/", pooling_views.pool_detail, name="pool_detail"),
     path("p/<slug:slug>/pool/new/", judging_lead_views.pool_create, name="pool_create"),
     path("p/<slug:slug>/qrels/", evaluation_views.qrels_download, name="qrels_download"),
-    path("p/<slug:slug>/logs/", views_sampling.log_list, name="log_list"),
-    path("p/<slug:slug>/logs/<int:log_id>/", views_sampling.log_detail, name="log_detail"),
+    path("p/<slug:slug>/logs/", sampling_views.log_list, name="log_list"),
+    path("p/<slug:slug>/logs/<int:log_id>/", sampling_views.log_detail, name="log_detail"),
     path(
         "p/<slug:slug>/logs/<int:log_id>/sample/",
-        views_sampling.sample_create,
+        sampling_views.sample_create,
         name="sample_create",
     ),
     path(
         "p/<slug:slug>/samples/<int:sample_id>/",
-        views_sampling.sample_detail,
+        sampling_views.sample_detail,
         name="sample_detail",
     ),
     path(
         "p/<slug:slug>/samples/<int:sample_id>/accept/",
-        views_sampling.sample_accept_view,
+        sampling_views.sample_accept_view,
         name="sample_accept",
     ),
     # Signed-in users only, as documented (drf-spectacular serves it to anyone by default).

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 

@@ -17,7 +17,7 @@ import pytest
 from django.core.management import call_command, load_command_class
 from django.core.management.base import CommandError
 
-from annotation.models import QueryLog
+from sampling.models import QueryLog
 from tests.conftest import World
 from tests.test_sampling_web import make_log
 

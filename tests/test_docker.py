@@ -567,7 +567,7 @@ def test_the_worker_command_finds_the_celery_app_configured_by_the_settings() ->
     app = json.loads(result.stdout.splitlines()[-1])
 
     assert (app["main"], app["broker"], app["eager"]) == ("assay", "redis://redis:6379/0", False)
-    assert {"annotation.tasks.log_ingest_task", "judging.tasks.pool_open_task"} <= set(app["tasks"])
+    assert {"sampling.tasks.log_ingest_task", "judging.tasks.pool_open_task"} <= set(app["tasks"])
 
 
 def test_the_healthcheck_probes_the_apps_health_view() -> None:

@@ -94,9 +94,8 @@ def test_the_database_refuses_a_pool_item_of_a_missing_pool(db: None) -> None:
 def test_a_corpus_failing_on_its_last_line_leaves_no_rows(project, tmp_path: Path) -> None:
     # Committed for real (no test transaction around it): the corpus is streamed, so the
     # documents before the bad line were already sent to the database, and are rolled back.
-    from formats.text import FormatError
-
     from annotation.services import corpus_import
+    from formats.text import FormatError
 
     lines = [f"d{i}\tTitle {i}\tText of document {i}" for i in range(25_000)]
     corpus = write(tmp_path / "c.tsv", [*lines, "broken line without a text"])

@@ -10,8 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.management.commands.sample_queries import Command
-from annotation.sampling import StrataDefinition
+from sampling.core import StrataDefinition
+from sampling.management.commands.sample_queries import Command
 
 HEADER = "query,timestamp,session_id,user_id,result_count,clicked"
 

@@ -11,10 +11,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from annotation import services_sampling
-from annotation.models import LogQueryStat, LogStatus, QueryLog, SamplingScheme
-from annotation.sampling import FailureRule, StrataDefinition
-from annotation.services_sampling import DEFINITION_KEPT, log_ingest
+from sampling import services
+from sampling.core import FailureRule, StrataDefinition
+from sampling.models import LogQueryStat, LogStatus, QueryLog, SamplingScheme
+from sampling.services import DEFINITION_KEPT, log_ingest
 from tests.conftest import World
 from tests.test_sampling_web import make_log
 
@@ -109,13 +109,13 @@ def test_it_refuses_a_bad_definition_on_upload(
 def test_it_fails_a_first_log_whose_definition_another_log_fixed_meanwhile(
     world: World, media: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = services_sampling.ingest_log
+    real = services.ingest_log
 
     def slow(*args, **kwargs):  # another first log is stored while this one is read
         SamplingScheme.objects.create(project=world.project, definition=FIRST.to_dict())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(services_sampling, "ingest_log", slow)
+    monkeypatch.setattr(services, "ingest_log", slow)
     media.mkdir(parents=True)
     path = media / "log.csv"
     path.write_bytes(make_log())

@@ -8,9 +8,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotation import services_sampling
-from annotation.models import LogQueryStat, LogStatus, QueryLog, SamplingScheme
-from annotation.services_sampling import log_ingest
+from sampling import services
+from sampling.models import LogQueryStat, LogStatus, QueryLog, SamplingScheme
+from sampling.services import log_ingest
 from tests.conftest import World
 from tests.test_sampling_web import make_log
 
@@ -70,7 +70,7 @@ def test_it_marks_a_log_failed_when_ingestion_breaks_unexpectedly(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("the engine fell over")
 
-    monkeypatch.setattr(services_sampling, "ingest_log", broken)
+    monkeypatch.setattr(services, "ingest_log", broken)
     media.mkdir(parents=True)
     path = media / "log.csv"
     path.write_bytes(make_log())
@@ -90,7 +90,7 @@ def test_it_shows_an_unexpected_failure_on_the_log_page(
     def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("column")
 
-    monkeypatch.setattr(services_sampling, "ingest_log", broken)
+    monkeypatch.setattr(services, "ingest_log", broken)
     with pytest.raises(KeyError):  # the task re-raises, for the worker to record
         upload(world, django_capture_on_commit_callbacks, make_log(), "log.csv")
     query_log = QueryLog.objects.get(project=world.project)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from annotation.sampling import EngineSettings, LogError, LogStats, ingest_log
+from sampling.core import EngineSettings, LogError, LogStats, ingest_log
 
 
 def ingest(path: Path, **kwargs: Any) -> LogStats:

@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "annotation",
+    "sampling",
     "pooling",
     "judging",
     "agreement",

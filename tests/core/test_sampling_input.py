@@ -14,8 +14,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from annotation import sampling_source
-from annotation.sampling import ColumnMap, EngineSettings, LogError, LogStats, ingest_log
+from sampling import source as sampling_source
+from sampling.core import ColumnMap, EngineSettings, LogError, LogStats, ingest_log
 
 
 def ingest(path: Path, **kwargs: Any) -> LogStats:

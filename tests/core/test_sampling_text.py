@@ -1,6 +1,7 @@
 """Query text: phone numbers in the privacy screen, and NUL characters in normalisation.
 
-Each case runs through both twins, the Python function and the DuckDB SQL expression.
+Each case runs through the rule as called on one text and as DuckDB applies it to a vector
+of distinct strings during ingestion (the function it registers).
 """
 
 from __future__ import annotations
@@ -10,21 +11,29 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from annotation.sampling import (
+from sampling.core import (
     EngineSettings,
     Normalisation,
     ingest_log,
     normalise_query,
     pii_screen,
 )
-from annotation.sampling_text import mask_sql, normalise_sql, pii_kind_sql
+from sampling.sql import SCREEN_UDF, register_screen
+
+
+def screen_in_duckdb(text: str, rule: Normalisation | None = None) -> tuple[str, str | None, str]:
+    """(normalised text, PII kind, query) as ingestion computes them inside DuckDB."""
+    con = duckdb.connect()
+    register_screen(con, rule or Normalisation())
+    row = con.execute(f"SELECT s.norm, s.pii, s.query FROM (SELECT {SCREEN_UDF}(?) AS s)", [text])
+    found = row.fetchone()
+    assert found is not None
+    return found[0], found[1], found[2]
 
 
 def screen_in_sql(text: str) -> tuple[str | None, str]:
-    sql = f"SELECT {pii_kind_sql('x')}, {mask_sql('x')} FROM (SELECT ? AS x)"
-    row = duckdb.connect().execute(sql, [text]).fetchone()
-    assert row is not None
-    return row[0], row[1] if row[0] else text
+    _, kind, query = screen_in_duckdb(text, Normalisation(False, False, False))
+    return kind, query
 
 
 @pytest.mark.parametrize(
@@ -75,19 +84,11 @@ def test_it_leaves_ordinary_queries_with_numbers_alone(text: str) -> None:
 
 @pytest.mark.parametrize("rule", [Normalisation(), Normalisation(False, False, False)])
 @pytest.mark.parametrize("text", ["foo\x00bar", "\x00", "Ünï\x00code", "a \x00 b"])
-def test_it_replaces_nul_characters_in_both_twins(text: str, rule: Normalisation) -> None:
+def test_it_replaces_nul_characters_alone_and_in_duckdb(text: str, rule: Normalisation) -> None:
     # PostgreSQL text cannot hold NUL: whatever the normalisation, it becomes U+FFFD.
     expected = normalise_query(text, rule)
     assert "\x00" not in expected and "\ufffd" in expected
-    con = duckdb.connect()
-    con.create_function(
-        "py_norm",
-        lambda value: normalise_query(value, rule),
-        [duckdb.string_type()],
-        duckdb.string_type(),
-    )
-    row = con.execute(f"SELECT {normalise_sql('x', rule, 'py_norm')} FROM (SELECT ? AS x)", [text])
-    assert row.fetchone() == (expected,)
+    assert screen_in_duckdb(text, rule)[0] == expected
 
 
 @pytest.mark.parametrize(

@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score
 
-from annotation.sampling_draw import DEFAULT_QUOTAS, inclusion_probabilities
 from evaluation.measures import Contract, RunScores, evaluate
 from formats.trec import RunRow
 from pooling.baselines import BM25_K1, bm25_length_factor, bm25_term_score
 from pooling.pooling import depth_pool, judging_budget
+from sampling.draw import DEFAULT_QUOTAS, inclusion_probabilities
 
 ALL = ["ndcg@10", "ndcg@5", "recall@5", "recall@10", "p@5", "p@10", "hit@5", "mrr", "map"]
 ALL += ["judged@10"]

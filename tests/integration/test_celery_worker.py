@@ -28,7 +28,7 @@ def test_it_builds_a_pool_on_a_real_worker(world: World, worker: None) -> None:
 def test_it_ingests_an_uploaded_log_on_a_real_worker(world: World, worker: None) -> None:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from annotation.models import LogStatus, QueryLog
+    from sampling.models import LogStatus, QueryLog
     from tests.test_sampling_web import make_log
 
     client = world.client_for(world.lead)

@@ -188,11 +188,13 @@ class Source:
     first_blanked_line: int | None = None
     data_lines: int | None = None
 
-    def relation(self, *, store_rejects: bool = False) -> str:
+    def relation(self, *, store_rejects: bool = False, strict: bool = False) -> str:
         """The DuckDB table function reading this file (JSON: only the ``columns`` listed).
 
         CSV and TSV are read with the header this module parsed and every column as text:
         no sniffing, so that a few broken lines cannot make DuckDB give up on the dialect.
+        A malformed line is skipped (and stored, with ``store_rejects``), or with ``strict``
+        an error naming it.
         """
         path = sql_string(str(self.path))
         compression = "'gzip'" if self.gzipped else "'none'"
@@ -206,7 +208,7 @@ class Source:
             )
         return (
             f"read_csv({path}, {self._dialect()}, compression={compression}, "
-            f"auto_detect=false, columns={{{columns}}}, ignore_errors=true, "
+            f"auto_detect=false, columns={{{columns}}}, ignore_errors={str(not strict).lower()}, "
             f"store_rejects={str(store_rejects).lower()})"
         )
 

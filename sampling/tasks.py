@@ -1,10 +1,10 @@
-"""Celery tasks of annotation: thin wrappers that take ids and call one service."""
+"""Celery tasks of sampling: thin wrappers that take ids and call one service."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from .services_sampling import log_ingest
+from .services import log_ingest
 
 
 @shared_task(acks_late=True)

@@ -1,6 +1,6 @@
 """The one pass over a log file, and the repaired copies read instead when it goes wrong.
 
-:mod:`annotation.sampling_ingest` calls :func:`describe_or_repair`, then :func:`read_events`
+:mod:`sampling.ingest` calls :func:`describe_or_repair`, then :func:`read_events`
 (which fills ``_events`` and the dictionary ``_raw``), then, for JSON keys DuckDB's sample did
 not see, :func:`late_keys`.
 
@@ -29,7 +29,7 @@ from typing import Any
 
 import duckdb
 
-from .sampling_source import (
+from .source import (
     ColumnMap,
     Copy,
     LogError,
@@ -41,7 +41,7 @@ from .sampling_source import (
     locate,
     transcode,
 )
-from .sampling_sql import dictionary_sql, events_sql
+from .sql import dictionary_sql, events_sql
 
 __all__ = [
     "ReadPlan",

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0006_query_log_definition"),
+        ("annotation", "0007_move_sampling_models"),
     ]
 
     operations = [

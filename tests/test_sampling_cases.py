@@ -1,18 +1,20 @@
-"""The compiled log reader against the DuckDB reader: same statistics, same report, any log.
+"""The one log reader (DuckDB) against a plain-Python reading of the documented definitions.
 
-``ingest_log`` reads regular CSV and TSV logs with a compiled reader and hands anything else
-to DuckDB. Whichever reader runs, the per-query statistics and the report (apart from the
-time taken and which reader ran) must be exactly those of the DuckDB path, which
-``EngineSettings(reader="duckdb")`` forces. These tests compare the two on:
+``ingest_log`` reads every log with DuckDB. Each log here, read by it, must give exactly the
+statistics (bit for bit, NaN where NaN) that ``tests/sampling_reference.py`` computes from the
+definitions in plain Python over the same tiny file, or fail where the reference finds nothing
+to read. The logs:
 
 - regular logs from a seeded generator that covers every semantic corner a reader must get
   right (quoting, delimiters, line endings, column orders, missing columns, Unicode and
   whitespace in queries, personal data, session ids, every timestamp form, window edges,
-  result counts and click values), under varied strata definitions; these must be read by
-  the compiled reader;
+  result counts and click values), under varied strata definitions;
 - hand-made corner cases, and irregular logs (malformed lines, bad bytes, other formats,
-  values only DuckDB's casts read), which either reader may take;
+  values only DuckDB's casts read);
 - more threads, and statistics written to a DuckDB file and read back.
+
+These cases were written to compare a compiled reader (since retired) with DuckDB; they now
+hold DuckDB to the definitions themselves.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import gzip
+import math
 import random
 import subprocess
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -32,119 +35,102 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from annotation import sampling_native
-from annotation.sampling import (
+from sampling.core import (
     ColumnMap,
     LogError,
     Normalisation,
     StrataDefinition,
     ingest_log,
 )
-from annotation.sampling_ingest import EngineSettings
-from annotation.sampling_stats import LogStats, load_stats
+from sampling.ingest import EngineSettings
+from sampling.stats import LogStats, load_stats
+from tests.sampling_reference import RATES, reference
 
 REPO = Path(__file__).resolve().parents[1]
 GEN_LOG = (sys.executable, str(REPO / "bench" / "gen_log.py"))
 REGULAR_SEEDS = range(40)
 IRREGULAR_SEEDS = range(12)
-# The report fields that may differ between the readers.
-READER_KEYS = ("seconds", "reader", "reader_note")
 
 
 # --------------------------------------------------------------------------- comparison
 
 
-def engine(reader: Literal["auto", "duckdb"], **options) -> EngineSettings:
-    return EngineSettings(reader=reader, **options)
-
-
-def ingest(
-    path: Path, reader: Literal["auto", "duckdb"], threads: int = 2, **kwargs
-) -> LogStats | LogError:
+def ingest(path: Path, threads: int = 2, **kwargs: Any) -> LogStats | LogError:
     try:
-        return ingest_log(path, engine=engine(reader, threads=threads), **kwargs)
+        return ingest_log(path, engine=EngineSettings(threads=threads), **kwargs)
     except LogError as error:
         return error
 
 
-def ingest_both(path: Path, **kwargs) -> tuple[LogStats | LogError, LogStats | LogError]:
-    """Both readers on one log; they must agree, on the statistics or on the error."""
-    native = ingest(path, "auto", **kwargs)
-    sql = ingest(path, "duckdb", **kwargs)
-    assert_same(native, sql)
-    return native, sql
+def expected(path: Path, **kwargs: Any) -> dict[str, dict[str, Any]] | LogError:
+    try:
+        return reference(path, **kwargs)
+    except LogError as error:
+        return error
 
 
-def report_dict(stats: LogStats) -> dict:
-    assert stats.report is not None
-    data = stats.report.to_dict()
-    for key in READER_KEYS:
-        data.pop(key, None)
-    return data
-
-
-def _differences(name: str, query: np.ndarray, left, right) -> list[str]:
-    left_values = np.asarray(left)
-    right_values = np.asarray(right)
-    rows = []
-    for i in range(len(query)):
-        a, b = left_values[i], right_values[i]
-        same = (a == b) or (
-            isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b)
+def check(path: Path, **kwargs: Any) -> LogStats | LogError:
+    """The reader on one log gives the reference statistics, or fails where the reference
+    finds no query to count."""
+    got = ingest(path, **kwargs)
+    want = expected(path, **kwargs)
+    if isinstance(got, LogError):
+        assert isinstance(want, LogError) or not want, (
+            f"the reader failed ({got}), not the reference"
         )
-        if not same:
-            rows.append(f"{name}[{query[i]!r}]: auto={a!r} duckdb={b!r}")
-    return rows
+        return got
+    assert not isinstance(want, LogError), f"the reference failed ({want}), not the reader"
+    assert_reference(got, want)
+    return got
 
 
-def assert_same(native: LogStats | LogError, sql: LogStats | LogError) -> None:
-    """Identical statistics (NaN where NaN, rates bit for bit) and report, or the same error."""
-    if isinstance(native, LogError) or isinstance(sql, LogError):
-        assert type(native) is type(sql), f"auto gave {native!r}, duckdb gave {sql!r}"
-        assert str(native) == str(sql)
-        return
-    left_report, right_report = report_dict(native), report_dict(sql)
-    problems = [
-        f"report[{key!r}]: auto={left_report.get(key)!r} duckdb={right_report.get(key)!r}"
-        for key in sorted(set(left_report) | set(right_report))
-        if left_report.get(key) != right_report.get(key)
-    ]
-    if list(native.query) != list(sql.query):
-        only_auto = sorted(set(native.query) - set(sql.query))[:10]
-        only_sql = sorted(set(sql.query) - set(native.query))[:10]
-        problems.append(f"queries: only auto {only_auto!r}, only duckdb {only_sql!r}")
-        raise AssertionError("\n".join(problems))
-    query = sql.query
-    problems += _differences("frequency", query, native.frequency, sql.frequency)
-    for name in ("sessions", "users"):
-        left, right = getattr(native, name), getattr(sql, name)
-        if (left is None) != (right is None):
-            problems.append(f"{name}: auto={left!r} duckdb={right!r}")
-        elif left is not None:
-            problems += _differences(name, query, left, right)
-    rates = ("zero_result_rate", "reformulation_rate", "abandonment_rate")
-    for name in rates:
-        problems += _differences(
-            name, query, getattr(native, name).tolist(), getattr(sql, name).tolist()
-        )
-    problems += _differences("pii", query, native.pii, sql.pii)
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return np.float64(a).view(np.uint64) == np.float64(b).view(np.uint64) or a == b == 0.0
+    return a == b
+
+
+def assert_reference(got: LogStats, want: dict[str, dict[str, Any]]) -> None:
+    """Every query and statistic as the reference has it (rates to the last bit)."""
+    queries = list(got.query)
+    problems = []
+    if queries != list(want):
+        only_got = sorted(set(queries) - set(want))[:10]
+        only_want = sorted(set(want) - set(queries))[:10]
+        raise AssertionError(f"queries: only read {only_got!r}, only reference {only_want!r}")
+    for i, query in enumerate(queries):
+        row = want[query]
+        values = {
+            "frequency": int(got.frequency[i]),
+            "sessions": None if got.sessions is None else int(got.sessions[i]),
+            "users": None if got.users is None else int(got.users[i]),
+            "pii": got.pii[i],
+        }
+        values |= {name: float(getattr(got, name)[i]) for name in RATES}
+        problems += [
+            f"{name}[{query!r}]: read={values[name]!r} reference={row[name]!r}"
+            for name in values
+            if not _same(values[name], row[name])
+        ]
     assert not problems, "\n".join(problems[:40])
-    for name in rates:
-        left, right = getattr(native, name), getattr(sql, name)
-        assert left.dtype == right.dtype == np.float64
-        np.testing.assert_array_equal(left, right, err_msg=name)
-        # bit for bit, NaN aside
-        bits = [np.where(np.isnan(side), 0.0, side).view(np.uint64) for side in (left, right)]
-        np.testing.assert_array_equal(bits[0], bits[1], err_msg=name)
-    assert native.frequency.dtype == sql.frequency.dtype
-    assert list(native.pii) == list(sql.pii)
 
 
-def assert_native(stats: LogStats | LogError) -> None:
-    assert isinstance(stats, LogStats), stats
-    assert stats.report is not None
-    assert stats.report.reader == "native", stats.report.reader_note
-    assert stats.report.reader_note == ""
+def assert_same(left: LogStats | LogError, right: LogStats | LogError) -> None:
+    """Two reads of one log: identical statistics, or the same error."""
+    if isinstance(left, LogError) or isinstance(right, LogError):
+        assert str(left) == str(right)
+        return
+    assert list(left.query) == list(right.query)
+    for name in ("frequency", "sessions", "users", "pii"):
+        a, b = getattr(left, name), getattr(right, name)
+        assert (a is None) == (b is None), name
+        if a is not None:
+            assert list(a) == list(b), name
+    for name in RATES:
+        np.testing.assert_array_equal(getattr(left, name), getattr(right, name), err_msg=name)
+    assert left.frequency.dtype == right.frequency.dtype
 
 
 # --------------------------------------------------------------------------- vocabulary
@@ -671,12 +657,10 @@ def big_regular_log(seed: int, directory: Path, size: int) -> tuple[Path, dict]:
 
 
 @pytest.mark.parametrize("seed", REGULAR_SEEDS)
-def test_a_regular_log_gives_the_duckdb_statistics_read_natively(seed, tmp_path):
+def test_a_regular_log_gives_the_reference_statistics(seed, tmp_path):
     path, kwargs = regular_log(seed, tmp_path)
-    native, _ = ingest_both(path, **kwargs)
-    if isinstance(native, LogError):
-        pytest.fail(f"a regular log was refused: {native}")
-    assert_native(native)
+    if isinstance(check(path, **kwargs), LogError):
+        pytest.fail("a regular log was refused")
 
 
 def test_the_generator_covers_the_corners(tmp_path):
@@ -1135,22 +1119,11 @@ CORNERS: dict[str, tuple[str, bytes, dict, bool]] = {
 
 
 @pytest.mark.parametrize("name", list(CORNERS))
-def test_a_corner_case_gives_the_duckdb_statistics(name, tmp_path):
+def test_a_corner_case_gives_the_reference_statistics(name, tmp_path):
     file_name, content, kwargs, _ = CORNERS[name]
     path = tmp_path / file_name
     path.write_bytes(content)
-    ingest_both(path, **kwargs)
-
-
-@pytest.mark.parametrize("name", [name for name, case in CORNERS.items() if case[3]])
-def test_a_regular_corner_case_is_read_natively(name, tmp_path):
-    file_name, content, kwargs, _ = CORNERS[name]
-    path = tmp_path / file_name
-    path.write_bytes(content)
-    native = ingest(path, "auto", **kwargs)
-    if isinstance(native, LogError):
-        return  # the same error on both paths is checked above
-    assert_native(native)
+    check(path, **kwargs)
 
 
 # --------------------------------------------------------------------------- irregular logs
@@ -1332,7 +1305,7 @@ IRREGULAR: dict[str, tuple[str, bytes | None, dict]] = {
 
 
 @pytest.mark.parametrize("name", list(IRREGULAR))
-def test_an_irregular_log_gives_the_duckdb_statistics(name, tmp_path):
+def test_an_irregular_log_gives_the_reference_statistics(name, tmp_path):
     file_name, content, kwargs = IRREGULAR[name]
     path = tmp_path / file_name
     if name == "Parquet":
@@ -1347,7 +1320,7 @@ def test_an_irregular_log_gives_the_duckdb_statistics(name, tmp_path):
     else:
         assert content is not None
         path.write_bytes(content)
-    ingest_both(path, **kwargs)
+    check(path, **kwargs)
 
 
 def _typed_then_not(rows: int, head, tail, rng: random.Random) -> bytes:
@@ -1387,30 +1360,30 @@ SNIFFED = {
 
 
 @pytest.mark.parametrize("name", list(SNIFFED))
-def test_values_past_the_sniffed_sample_give_the_duckdb_statistics(name, tmp_path):
+def test_values_past_the_sniffed_sample_give_the_reference_statistics(name, tmp_path):
     head, tail = SNIFFED[name]
     path = tmp_path / "log.csv"
     path.write_bytes(_typed_then_not(21_000, head, tail, random.Random(5)))
-    ingest_both(path)
+    check(path)
 
 
 @pytest.mark.parametrize("name", ["log[1].csv", "log*.csv", "log?.csv"])
 def test_a_file_name_with_pattern_characters_is_read_alike(name, tmp_path):
-    """Both readers read the file named, whatever other files its name would match as a
+    """The reader reads the file named, whatever other files its name would match as a
     pattern."""
     (tmp_path / "log1.csv").write_bytes(b"query,session_id\nother,1\n")
     (tmp_path / "logs.csv").write_bytes(b"query,session_id\nanother,2\n")
     path = tmp_path / name
     path.write_bytes(b"query,session_id\nnamed,1\nnamed too,2\n")
-    ingest_both(path)
+    check(path)
 
 
-def test_a_log_empty_after_its_header_fails_alike(tmp_path):
+def test_a_log_empty_after_its_header_fails_naming_the_file(tmp_path):
     path = tmp_path / "log.csv"
     path.write_bytes(HEADER.encode())
-    native, sql = ingest_both(path)
-    assert isinstance(native, LogError) and isinstance(sql, LogError)
-    assert str(native) == str(sql)
+    got = check(path)
+    assert isinstance(got, LogError)
+    assert str(got) == f"{path}: no rows after the header"
 
 
 IRREGULAR_TIMES = [
@@ -1452,7 +1425,7 @@ def _mutate_lines(content: bytes, rng: random.Random, delimiter: bytes) -> bytes
 
 
 @pytest.mark.parametrize("seed", IRREGULAR_SEEDS)
-def test_a_damaged_log_gives_the_duckdb_statistics(seed, tmp_path):
+def test_a_damaged_log_gives_the_reference_statistics(seed, tmp_path):
     rng = random.Random(1000 + seed)
     shape = _shape(rng)
     shape.line_end = "\n"
@@ -1483,7 +1456,7 @@ def test_a_damaged_log_gives_the_duckdb_statistics(seed, tmp_path):
         kwargs["columns"] = ColumnMap(shape.mapping)
     if shape.explicit_format:
         kwargs["log_format"] = shape.log_format
-    ingest_both(path, **kwargs)
+    check(path, **kwargs)
 
 
 # --------------------------------------------------------------------------- threads, database
@@ -1503,78 +1476,48 @@ def bench_log(tmp_path_factory) -> Path:
 
 def test_a_large_regular_log_is_read_alike_by_four_threads_and_one(tmp_path):
     path, kwargs = big_regular_log(2, tmp_path, 4_500_000)
-    one = ingest(path, "auto", threads=1, **kwargs)
-    four = ingest(path, "auto", threads=4, **kwargs)
-    sql = ingest(path, "duckdb", threads=4, **kwargs)
-    assert_same(four, sql)
-    assert_same(one, sql)
-    assert_native(four)
+    one = ingest(path, threads=1, **kwargs)
+    four = ingest(path, threads=4, **kwargs)
+    assert_same(one, four)
+    want = expected(path, **kwargs)
+    assert isinstance(four, LogStats) and not isinstance(want, LogError)
+    assert_reference(four, want)
 
 
-@pytest.mark.parametrize("round_lines", [1, 97, 5_000])
-def test_sessions_and_users_grouped_in_many_rounds_give_the_same_statistics(
-    bench_log, monkeypatch, round_lines
-):
-    """The compiled reader groups lines by session and by user in rounds of bounded size
-    (millions of lines each on real logs): small rounds on a small log walk every round
-    boundary, down to one line per round."""
-    monkeypatch.setattr(sampling_native, "_ROUND_LINES", round_lines)
-    for threads in (1, 2):
-        native = ingest(bench_log, "auto", threads=threads)
-        assert_native(native)
-        assert_same(native, ingest(bench_log, "duckdb", threads=threads))
-
-
-@pytest.mark.parametrize("seed", [3, 11, 29])
-def test_a_regular_log_grouped_in_small_rounds_gives_the_duckdb_statistics(
-    seed, tmp_path, monkeypatch
-):
-    monkeypatch.setattr(sampling_native, "_ROUND_LINES", 7)
-    path, kwargs = regular_log(seed, tmp_path)
-    native, _ = ingest_both(path, **kwargs)
-    assert_native(native)
+def test_the_bench_log_gives_the_reference_statistics(bench_log):
+    """The generator of the benchmark (long sessions, Zipf queries, every column)."""
+    check(bench_log)
 
 
 def test_threads_do_not_change_the_statistics(bench_log):
-    one = ingest(bench_log, "auto", threads=1)
-    two = ingest(bench_log, "auto", threads=2)
-    sql = ingest(bench_log, "duckdb", threads=2)
+    one = ingest(bench_log, threads=1)
+    two = ingest(bench_log, threads=2)
     assert_same(one, two)
-    assert_same(two, sql)
-    assert_native(one)
-    assert_native(two)
 
 
 @pytest.mark.parametrize("seed", [0, 7])
 def test_persisted_statistics_read_back_alike(seed, tmp_path):
     path, kwargs = regular_log(seed, tmp_path)
-    native = ingest(path, "auto", database=tmp_path / "native.duckdb", **kwargs)
-    sql = ingest(path, "duckdb", database=tmp_path / "sql.duckdb", **kwargs)
-    assert_same(native, sql)
-    native_back = load_stats(tmp_path / "native.duckdb")
-    sql_back = load_stats(tmp_path / "sql.duckdb")
-    assert_same(native_back, sql_back)
-    assert_same(native_back, native)
+    stats = ingest(path, database=tmp_path / "stats.duckdb", **kwargs)
+    assert_same(load_stats(tmp_path / "stats.duckdb"), stats)
+    want = expected(path, **kwargs)
+    assert isinstance(stats, LogStats) and not isinstance(want, LogError)
+    assert_reference(load_stats(tmp_path / "stats.duckdb"), want)
 
 
-def test_persisted_tables_have_the_same_columns_and_types(tmp_path):
+def test_persisted_tables_have_the_documented_columns_and_types(tmp_path):
     path, kwargs = regular_log(0, tmp_path)
-    schemas = []
-    for reader in ("auto", "duckdb"):
-        database = tmp_path / f"{reader}.duckdb"
-        stats = ingest(path, reader, database=database, **kwargs)
-        assert isinstance(stats, LogStats)
-        with duckdb.connect(str(database), read_only=True) as con:
-            schemas.append(
-                {
-                    table: [row[:2] for row in con.execute(f"DESCRIBE {table}").fetchall()]
-                    for table in ("query_stats", "ingest_report")
-                }
-            )
-    assert schemas[0] == schemas[1]
+    database = tmp_path / "stats.duckdb"
+    assert isinstance(ingest(path, database=database, **kwargs), LogStats)
+    with duckdb.connect(str(database), read_only=True) as con:
+        schema = dict(row[:2] for row in con.execute("DESCRIBE query_stats").fetchall())
+        report = [row[:2] for row in con.execute("DESCRIBE ingest_report").fetchall()]
+    assert report == [("report", "VARCHAR")]
+    assert schema["query"] == "VARCHAR" and schema["pii"] == "VARCHAR"
+    assert schema["frequency"] in ("BIGINT", "HUGEINT")
+    assert all(schema[name] == "DOUBLE" for name in RATES)
 
 
 def test_persisted_statistics_of_the_bench_log_read_back_alike(bench_log, tmp_path):
-    ingest(bench_log, "auto", database=tmp_path / "native.duckdb")
-    ingest(bench_log, "duckdb", database=tmp_path / "sql.duckdb")
-    assert_same(load_stats(tmp_path / "native.duckdb"), load_stats(tmp_path / "sql.duckdb"))
+    stats = ingest(bench_log, database=tmp_path / "stats.duckdb")
+    assert_same(load_stats(tmp_path / "stats.duckdb"), stats)

@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .sampling_strata import STRATA, Strata, StratumName
+from .strata import STRATA, Strata, StratumName
 
 if TYPE_CHECKING:
-    from .sampling_stats import LogStats
+    from .stats import LogStats
 
 __all__ = [
     "DEFAULT_QUOTAS",

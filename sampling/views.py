@@ -15,10 +15,10 @@ from django.template.defaultfilters import filesizeformat
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from .access import Access, project_for_lead
+from annotation.access import Access, project_for_lead
+
 from .charts import rank_frequency_svg
-from .models import LogStatus, QueryLog, QuerySample
-from .sampling import (
+from .core import (
     DEFAULT_QUOTAS,
     SEED_LIMIT,
     STRATA,
@@ -27,8 +27,9 @@ from .sampling import (
     parse_quotas,
     parse_seed,
 )
-from .sampling_options import DEFINITION_OPTIONS, describe_definition, requested_definition
-from .services_sampling import (
+from .models import LogStatus, QueryLog, QuerySample
+from .options import DEFINITION_OPTIONS, describe_definition, requested_definition
+from .services import (
     SamplingError,
     accepted_message,
     definition_ignored,
@@ -92,7 +93,7 @@ def log_list(request: HttpRequest, slug: str) -> HttpResponse:
         "fixed": stored is not None,
         "described": describe_definition(stored or StrataDefinition()),
     }
-    return render(request, "annotation/log_list.html", context)
+    return render(request, "sampling/log_list.html", context)
 
 
 def _too_big(size: object) -> str:
@@ -141,7 +142,7 @@ def _log_context(access: Access, query_log: QueryLog) -> dict[str, object]:
 def log_detail(request: HttpRequest, slug: str, log_id: int) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
     query_log = get_object_or_404(QueryLog, pk=log_id, project=access.project)
-    template = "annotation/log_detail.html"
+    template = "sampling/log_detail.html"
     if request.htmx:  # type: ignore[attr-defined]
         template += "#status"  # the progress partial, polled while the worker runs
     return render(request, template, _log_context(access, query_log))
@@ -176,7 +177,7 @@ def sample_detail(request: HttpRequest, slug: str, sample_id: int) -> HttpRespon
     access = _get_project_for_lead(request, slug)
     sample = get_object_or_404(QuerySample, pk=sample_id, project=access.project)
     context = {"project": access.project, "sample": sample, "log": sample.log}
-    return render(request, "annotation/sample_detail.html", context)
+    return render(request, "sampling/sample_detail.html", context)
 
 
 @login_required

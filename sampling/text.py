@@ -1,8 +1,8 @@
-"""Query text: normalisation and the privacy screen, in Python and as DuckDB SQL.
+"""Query text: normalisation and the privacy screen, defined once, in Python.
 
-Both run on *distinct* query strings only (never once per log line), so the Python path can
-afford ``unicodedata``. The SQL expressions exist so that the common case (printable ASCII)
-never leaves DuckDB; the tests check that both paths agree.
+Ingestion applies them inside DuckDB through :func:`screen_arrow`, a vectorised function it
+registers over *distinct* raw query strings only (never once per log line), so the rule can
+afford ``unicodedata`` and Python's regular expressions and still exist only here.
 
 Pure core: no Django.
 """
@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = [
     "PII_KINDS",
     "REPLACEMENT",
+    "SCREENED",
     "Normalisation",
     "PiiKind",
-    "mask_sql",
     "normalise_many",
     "normalise_query",
-    "normalise_sql",
-    "pii_kind_sql",
     "pii_screen",
+    "screen_arrow",
+    "screen_many",
 ]
 
 
@@ -90,45 +94,14 @@ def normalise_many(texts: list[str], normalisation: Normalisation | None = None)
     return parts
 
 
-# The characters Python's ``str.split()`` treats as whitespace within ASCII, as an RE2 class,
-# and what text needs for collapsing them to change it: most queries need nothing, and
-# matching is cheaper than replacing.
-_ASCII_SPACE = r"[\t\n\v\f\r\x1c-\x1f ]+"
-_UNTIDY = r"[\t\n\v\f\r\x1c-\x1f]|  |^ | $"
-
-
-def normalise_sql(column: str, normalisation: Normalisation, python_udf: str) -> str:
-    """A DuckDB expression normalising ``column``.
-
-    ASCII text (the bulk of most logs) is normalised in SQL: NFKC is the identity on it,
-    ``lower`` equals ``casefold``, and its whitespace is a known handful of characters. A
-    string is ASCII exactly when its length in bytes equals its length in characters, a
-    test far cheaper than a regular expression. Anything else goes through ``python_udf``
-    (a registration of :func:`normalise_query`). NUL is ASCII and nothing else touches it,
-    so replacing it last gives what replacing it first does in Python.
-    """
-    ascii_text = f"lower({column})" if normalisation.casefold else column
-    if normalisation.collapse_whitespace:
-        collapsed = f"trim(regexp_replace({ascii_text}, '{_ASCII_SPACE}', ' ', 'g'), ' ')"
-        ascii_text = (
-            f"CASE WHEN regexp_matches({column}, '{_UNTIDY}') THEN {collapsed} "
-            f"ELSE {ascii_text} END"
-        )
-    ascii_text = f"replace({ascii_text}, chr(0), '{REPLACEMENT}')"
-    return (
-        f"CASE WHEN strlen({column}) = length({column}) THEN {ascii_text} "
-        f"ELSE {python_udf}({column}) END"
-    )
-
-
 # --------------------------------------------------------------------------- privacy
 
 PiiKind = Literal["url_credentials", "email", "card", "phone", "digits"]
 
 # Patterns run on *normalised* text: NFKC has already turned full-width digits and "＠" into
-# ASCII, case folding has lower-cased letters. They are RE2- and Python-compatible (no
-# look-around, no back-references) so that SQL and Python agree. The order is the order of
-# precedence: a query is reported under the first kind it matches, and masked in this
+# ASCII, case folding has lower-cased letters. They use no look-around or back-references,
+# so a warehouse can run them in its own engine (RE2 in BigQuery and Trino). The order is
+# the order of precedence: a query is reported under the first kind it matches, and masked in this
 # order so that an e-mail inside a URL is not half-masked.
 _PII_PATTERNS: tuple[tuple[PiiKind, str, str], ...] = (
     (
@@ -165,59 +138,66 @@ _PII_PATTERNS: tuple[tuple[PiiKind, str, str], ...] = (
 PII_KINDS: tuple[PiiKind, ...] = tuple(kind for kind, _, _ in _PII_PATTERNS)
 # Every pattern needs a digit, an "@" (credentials in a URL, e-mail) or an "=" (a secret
 # parameter): a query without any of them, nearly every query, skips the patterns.
-_PII_NEEDS = "[0-9@=]"
-# Unicode category Zs: what DuckDB's trim() removes from both ends.
+_NEEDS = re.compile("[0-9@=]")
+# Unicode category Zs: what is trimmed from both ends of a masked query.
 _SPACE_SEPARATORS = (
     " \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u202f\u205f\u3000"
 )
-_ANY_PII = "|".join(f"(?:{pattern})" for _, pattern, _ in _PII_PATTERNS)
-# re.ASCII makes \b and \d mean what they mean in RE2. Whitespace is spelled out as RE2's
-# \s, [\t\n\f\r ]: Python's \s also takes \v, and the two screens then disagreed on a
-# query with a vertical tab (kept when whitespace is not collapsed).
+# re.ASCII makes \b and \d mean ASCII word characters and digits (as RE2 does). Whitespace
+# is spelled out as [\t\n\f\r ]: Python's \s also takes \v.
 _COMPILED = tuple(
     (kind, re.compile(pattern, re.ASCII), token) for kind, pattern, token in _PII_PATTERNS
 )
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def pii_kind_sql(column: str) -> str:
-    """A DuckDB expression: the first PII kind ``column`` matches, or NULL.
-
-    A character class every pattern needs, then a single combined pattern, are tried
-    first: almost no query matches them, so the per-kind tests run on a handful of rows.
-    """
-    branches = " ".join(
-        f"WHEN regexp_matches({column}, {_sql_string(pattern)}) THEN '{kind}'"
-        for kind, pattern, _ in _PII_PATTERNS
-    )
-    return (
-        f"CASE WHEN NOT regexp_matches({column}, '{_PII_NEEDS}') THEN NULL "
-        f"WHEN NOT regexp_matches({column}, {_sql_string(_ANY_PII)}) THEN NULL {branches} END"
-    )
-
-
-def mask_sql(column: str) -> str:
-    """A DuckDB expression replacing every PII match in ``column`` by its placeholder."""
-    expression = column
-    for _, pattern, token in _PII_PATTERNS:
-        expression = f"regexp_replace({expression}, {_sql_string(pattern)}, '{token}', 'g')"
-    return f"trim(regexp_replace({expression}, ' +', ' ', 'g'))"
-
-
 def pii_screen(text: str) -> tuple[PiiKind | None, str]:
-    """The PII kind of normalised ``text`` (or None) and its masked form, in Python.
-
-    Ingestion uses the SQL twins of this function; it is here for callers that screen a
-    single query (and for the tests that keep both in step).
-    """
+    """The PII kind of normalised ``text`` (the first pattern it matches, or None) and its
+    masked form: every match replaced by its placeholder, in the patterns' order, runs of
+    spaces made one and the Unicode space separators trimmed from both ends."""
+    if not _NEEDS.search(text):
+        return None, text
     kind = next((kind for kind, regex, _ in _COMPILED if regex.search(text)), None)
     if kind is None:
         return None, text
     masked = text
     for _, regex, token in _COMPILED:
         masked = regex.sub(token, masked)
-    # DuckDB's trim, which the SQL twin uses, strips the Unicode space separators.
     return kind, re.sub(" +", " ", masked).strip(_SPACE_SEPARATORS)
+
+
+# --------------------------------------------------------------------------- both, in bulk
+
+# What :func:`screen_arrow` returns per raw string: its normalised text, the PII kind of
+# that text (or null) and the query it counts as (the masked text when it holds PII).
+SCREENED = pa.struct([("norm", pa.string()), ("pii", pa.string()), ("query", pa.string())])
+
+
+def screen_many(
+    texts: list[str], normalisation: Normalisation | None = None
+) -> list[tuple[str, PiiKind | None, str]]:
+    """(normalised text, PII kind, query) of each raw text: normalised, then screened."""
+    norms = normalise_many(texts, normalisation)
+    return [(norm, *pii_screen(norm)) for norm in norms]
+
+
+def screen_arrow(normalisation: Normalisation) -> Callable[[pa.Array], pa.Array]:
+    """:func:`screen_many` as a vectorised DuckDB function (``type="arrow"``): DuckDB hands
+    it a vector of strings at a time and gets back :data:`SCREENED` structs (null in, null
+    out)."""
+
+    def screen(raw: pa.Array | pa.ChunkedArray) -> pa.Array:
+        texts = raw.to_pylist()
+        norms = normalise_many(["" if text is None else text for text in texts], normalisation)
+        normalised = pa.array(norms, pa.string())
+        kinds: list[str | None] = [None] * len(norms)
+        queries = list(norms)
+        # Only texts the patterns could match go through them (most queries have none of
+        # the characters every pattern needs); found by Arrow over the whole vector.
+        maybe = pc.match_substring_regex(normalised, _NEEDS.pattern)
+        for index in pc.indices_nonzero(maybe).to_pylist():
+            kinds[index], queries[index] = pii_screen(norms[index])
+        columns = [normalised, pa.array(kinds, pa.string()), pa.array(queries, pa.string())]
+        missing = pa.array([text is None for text in texts], pa.bool_())
+        return pa.StructArray.from_arrays(columns, fields=list(SCREENED), mask=missing)
+
+    return screen

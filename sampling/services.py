@@ -1,8 +1,9 @@
 """Search logs into a project: ingest, stratify, sample, accept (chapter 7, step 1).
 
-The maths and the file formats are in the pure core (`annotation/sampling*.py`); this module
-stores what the core computes. Raw log rows never reach the database: only per-query statistics
-are kept, and the uploaded file is deleted once ingested, whether ingestion worked or not.
+The maths and the file formats are in the pure core (`sampling/core.py` and its modules);
+this module stores what the core computes. Raw log rows never reach the database: only
+per-query statistics are kept, and the uploaded file is deleted once ingested, whether
+ingestion worked or not.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.models import Project, Query
 from assay.db import bulk_insert
 
-from .models import LogQueryStat, LogStatus, Project, Query, QueryLog, QuerySample, SamplingScheme
-from .sampling import (
+from .core import (
     STRATA,
     ColumnMap,
     DefinitionError,
@@ -40,6 +41,14 @@ from .sampling import (
     normalise_query,
     sample_queries,
     stratify,
+)
+from .models import (
+    LogQueryStat,
+    LogStatus,
+    QueryLog,
+    QuerySample,
+    SampledQuery,
+    SamplingScheme,
 )
 
 log = logging.getLogger(__name__)
@@ -126,12 +135,16 @@ def log_create(
     )
 
 
-def log_ingest(*, log_id: int, path: str | Path | None = None) -> QueryLog:
+def log_ingest(
+    *, log_id: int, path: str | Path | None = None, statistics: bool | None = None
+) -> QueryLog:
     """Ingest a queued log into per-query statistics and strata. Idempotent.
 
-    A log already done is returned as it is; a retried task starts over and replaces any
-    statistics of an earlier attempt, so a row is never stored twice. On a bad log the status
-    is `failed` with a message that says what to fix, and the project is left unchanged.
+    ``statistics`` true reads the file as per-query statistics (docs/warehouse.md); None
+    tells a statistics file by its columns. A log already done is returned as it is; a
+    retried task starts over and replaces any statistics of an earlier attempt, so a row is
+    never stored twice. On a bad log the status is `failed` with a message that says what
+    to fix, and the project is left unchanged.
     """
     query_log = QueryLog.objects.select_related("project").get(pk=log_id)
     if query_log.status == LogStatus.DONE:
@@ -142,7 +155,11 @@ def log_ingest(*, log_id: int, path: str | Path | None = None) -> QueryLog:
         definition = definition_for(query_log)
         columns = ColumnMap.parse(query_log.columns) if query_log.columns else None
         stats = ingest_log(
-            source, columns=columns, definition=definition, on_progress=_progress(query_log)
+            source,
+            columns=columns,
+            definition=definition,
+            on_progress=_progress(query_log),
+            statistics=statistics,
         )
         strata = stratify(stats, definition)
         _store(query_log, stats, strata, definition)
@@ -324,10 +341,10 @@ def sample_accept(*, sample: QuerySample) -> Accepted:
                 frequency=row["frequency"],
                 inclusion_probability=row["inclusion_probability"],
                 signals=row["signals"],
-                sample=locked,
             )
         )
     Query.objects.bulk_create(queries)
+    SampledQuery.objects.bulk_create(SampledQuery(query=query, sample=locked) for query in queries)
     locked.accepted_at = timezone.now()
     locked.save(update_fields=["accepted_at"])
     return Accepted(added=len(queries), skipped=len(locked.drawn) - len(queries))

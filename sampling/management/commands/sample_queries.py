@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.sampling import (
+from sampling.core import (
     ColumnMap,
     DefinitionError,
     EngineSettings,
@@ -30,12 +30,11 @@ from annotation.sampling import (
     sample_queries,
     stratify,
 )
-from annotation.sampling_options import (
+from sampling.options import (
     DEFINITION_OPTIONS,
     add_definition_arguments,
     definition_from_options,
 )
-from annotation.sampling_stats import reader_summary
 
 
 class Command(BaseCommand):
@@ -65,6 +64,12 @@ class Command(BaseCommand):
             choices=("csv", "tsv", "jsonl", "parquet"),
             help="log format (default: from the file extension)",
         )
+        parser.add_argument(
+            "--statistics",
+            action="store_true",
+            help="the file holds per-query statistics computed elsewhere (docs/warehouse.md), "
+            "not raw log lines; a file with those columns is read as such even without it",
+        )
         add_definition_arguments(parser)
         parser.add_argument(
             "--weighted",
@@ -82,9 +87,13 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--memory-limit",
-            help="memory the ingestion may hold, e.g. 500MB: DuckDB spills to disk beyond it, "
-            "and the compiled reader of CSV/TSV logs gives way to DuckDB beyond it (default: "
-            "500MB for DuckDB, 900MB for the compiled reader)",
+            help="memory DuckDB may hold while reading the log, e.g. 500MB; beyond it, it "
+            "spills to disk (default: 500MB)",
+        )
+        parser.add_argument(
+            "--temp-directory",
+            help="where DuckDB spills beyond the memory limit (default: a private directory "
+            "in the system's temporary directory, deleted afterwards)",
         )
         parser.add_argument("--threads", type=int, help="threads (default: cores, max 4)")
 
@@ -101,10 +110,11 @@ class Command(BaseCommand):
             check_seed(seed, "--seed")
         except ValueError as error:
             raise CommandError(str(error)) from None
-        engine = EngineSettings(threads=options["threads"])
+        engine = EngineSettings(
+            threads=options["threads"], temp_directory=options["temp_directory"] or None
+        )
         if options["memory_limit"]:
-            limit = options["memory_limit"]
-            engine = replace(engine, memory_limit=limit, native_memory_limit=limit)
+            engine = replace(engine, memory_limit=options["memory_limit"])
         try:
             stats = ingest_log(
                 options["log"],
@@ -113,6 +123,7 @@ class Command(BaseCommand):
                 definition=definition,
                 engine=engine,
                 on_progress=self._progress if options["verbosity"] >= 2 else None,
+                statistics=options["statistics"] or None,
             )
         except LogError as error:
             raise CommandError(str(error)) from error
@@ -193,10 +204,10 @@ def _report_lines(
     lines = []
     if report is not None:
         lines.append(
-            f"log: {report.path} ({report.log_format}), {report.rows} rows, {report.events} "
+            f"{'statistics' if report.input == 'statistics' else 'log'}: {report.path} "
+            f"({report.log_format}), {report.rows} rows, {report.events} "
             f"events in the statistics, {report.distinct_queries} distinct queries "
-            f"({report.distinct_raw_queries} raw forms), {report.seconds:.1f} s, "
-            + reader_summary(report.reader, report.reader_note)
+            f"({report.distinct_raw_queries} raw forms), {report.seconds:.1f} s"
         )
         lines.append(
             f"skipped: {report.malformed_rows} malformed lines, {report.blank_queries} blank "

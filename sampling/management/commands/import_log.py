@@ -6,16 +6,15 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.cli import project_by_slug
-from annotation.models import LogStatus, QueryLog
-from annotation.sampling import check_seed, parse_quotas
-from annotation.sampling_options import (
+from sampling.core import check_seed, parse_quotas
+from sampling.models import LogStatus, QueryLog
+from sampling.options import (
     DEFINITION_OPTIONS,
     add_definition_arguments,
     describe_definition,
     requested_definition,
 )
-from annotation.sampling_stats import reader_summary
-from annotation.services_sampling import (
+from sampling.services import (
     SamplingError,
     accepted_message,
     definition_ignored,
@@ -37,6 +36,12 @@ class Command(BaseCommand):
         parser.add_argument("project")
         parser.add_argument("file")
         parser.add_argument("--column", default="", help="mapping, e.g. query=q,session_id=sid")
+        parser.add_argument(
+            "--statistics",
+            action="store_true",
+            help="the file holds per-query statistics computed elsewhere (docs/warehouse.md), "
+            "not raw log lines; a file with those columns is read as such even without it",
+        )
         add_definition_arguments(parser)
         parser.add_argument(
             "--quota",
@@ -85,7 +90,9 @@ class Command(BaseCommand):
             columns=options["column"],
             definition=requested.to_dict() if requested else None,
         )
-        query_log = log_ingest(log_id=query_log.pk, path=path)
+        query_log = log_ingest(
+            log_id=query_log.pk, path=path, statistics=options["statistics"] or None
+        )
         if query_log.status != LogStatus.DONE:
             # The error names the file already. The failed attempt stays in the project's
             # log history (as a failed upload does), holding no statistics.
@@ -140,10 +147,10 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         for count in report.get("pii", [])
     )
     action = "masked" if report.get("pii_policy") == "mask" else "excluded"
+    unit = "rows of statistics" if report.get("input") == "statistics" else "lines"
     lines = [
-        f"{report['rows']} lines read, {report['events']} events in the statistics, "
-        f"{report['distinct_queries']} distinct queries, "
-        + reader_summary(report.get("reader", "duckdb"), report.get("reader_note", "")),
+        f"{report['rows']} {unit} read, {report['events']} events in the statistics, "
+        f"{report['distinct_queries']} distinct queries",
         f"skipped: {report['malformed_rows']} malformed lines, {report['blank_queries']} blank "
         f"queries; {report['invalid_utf8_lines']} lines with invalid UTF-8 repaired",
         f"personal data ({action}): {pii or 'none found'}",

@@ -13,7 +13,7 @@ import argparse
 import math
 from typing import Any
 
-from .sampling_strata import DefinitionError, FailureRule, StrataDefinition
+from .strata import DefinitionError, FailureRule, StrataDefinition
 
 __all__ = [
     "DEFINITION_OPTIONS",

@@ -3,7 +3,7 @@
 Traffic strata cut the rank-frequency curve by cumulative share of traffic (the most frequent
 queries are always head; see :class:`StrataDefinition` for the rule at ties); the
 known-failures stratum is carved out of them by thresholds on the failure signals. Everything
-here works on arrays aligned with a :class:`~annotation.sampling_ingest.LogStats`.
+here works on arrays aligned with a :class:`~sampling.ingest.LogStats`.
 
 Pure core: no Django, no DuckDB.
 """
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .sampling_text import Normalisation
+from .text import Normalisation
 
 if TYPE_CHECKING:
-    from .sampling_stats import LogStats
+    from .stats import LogStats
 
 __all__ = [
     "STRATA",

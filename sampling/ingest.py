@@ -5,14 +5,14 @@ out of core: hash tables, sorts and temporary tables spill to a private director
 memory limit, so a log larger than RAM is read in bounded memory; it parallelises every
 phase; and it is one pip dependency, not a server. pandas would need the whole log in memory
 (about three times the CSV's size), a hand-written streaming reader would need its own
-external sort for sessions. The phases (SQL in :mod:`annotation.sampling_sql`):
+external sort for sessions. The phases (SQL in :mod:`sampling.sql`):
 
 1. **events** (the one pass over the file): every line becomes a compact row (raw query
    text and its 64-bit hash, hashed session and user, time, outcome flags); malformed lines
    are skipped and counted, invalid UTF-8 is repaired into a temporary copy and counted,
    and a quote left open or line endings DuckDB cannot follow send the file through a copy
    holding one record per line, so that one bad line costs that line, never the rest of the
-   file (:mod:`annotation.sampling_read`);
+   file (:mod:`sampling.read`);
 2. **dictionary**: distinct raw query strings and their counts, grouped from those rows
    (cheaper than parsing the file a second time);
 3. **screening**: each distinct string (never each line) is normalised and screened for
@@ -67,13 +67,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
 
 import duckdb
 import numpy as np
 
-from .sampling_native import Unsupported, memory_bytes, native_reason, read_native
-from .sampling_read import (
+from .read import (
     ReadPlan,
     Rejects,
     describe_or_repair,
@@ -83,7 +81,7 @@ from .sampling_read import (
     one,
     read_events,
 )
-from .sampling_source import (
+from .source import (
     ColumnMap,
     LogError,
     LogFormat,
@@ -91,23 +89,22 @@ from .sampling_source import (
     field_sql,
     sql_string,
 )
-from .sampling_sql import (
-    NORMALISE_UDF,
+from .sql import (
     numbering_sql,
     per_query_sql,
-    reform_sql,
+    register_screen,
     screen_sql,
     stats_columns,
     stats_sql,
 )
-from .sampling_stats import (
+from .stats import (
     IngestReport,
     LogStats,
     PiiCount,
     fetch_stats,
 )
-from .sampling_strata import StrataDefinition
-from .sampling_text import normalise_query
+from .statsfile import is_statistics, read_statistics
+from .strata import StrataDefinition
 
 __all__ = ["EngineSettings", "ProgressCallback", "ingest_log"]
 
@@ -120,20 +117,14 @@ class EngineSettings:
 
     ``threads`` None means the machine's cores, at most 4 (more threads need more memory
     for the same work); ``temp_directory`` None means a fresh private directory that is
-    deleted afterwards. ``reader`` "auto" reads a regular CSV or TSV log with the compiled
-    reader (:mod:`annotation.sampling_native`) and everything else with DuckDB; "duckdb"
-    always uses DuckDB. Both give the same statistics. The compiled reader keeps its tables
-    in memory and cannot spill: past ``native_memory_limit`` it gives the log to DuckDB,
-    which then reads it within ``memory_limit`` (about 29 bytes per log line plus the
-    dictionaries of distinct query strings: a 10-million-line log peaks under 900 MB for
-    the whole process).
+    deleted afterwards. Past ``memory_limit`` DuckDB's sorts, hash tables and temporary
+    tables spill into that directory, so a log larger than memory is read, more slowly,
+    instead of failing.
     """
 
     memory_limit: str = "500MB"
     threads: int | None = None
     temp_directory: str | None = None
-    reader: Literal["auto", "duckdb"] = "auto"
-    native_memory_limit: str = "900MB"
 
 
 # --------------------------------------------------------------------------- ingestion
@@ -148,8 +139,13 @@ def ingest_log(
     database: str | Path | None = None,
     engine: EngineSettings | None = None,
     on_progress: ProgressCallback | None = None,
+    statistics: bool | None = None,
 ) -> LogStats:
     """Read the log at ``path`` into per-query statistics (see the module docstring).
+
+    A per-query statistics file (docs/warehouse.md) is read in place of a raw log when
+    ``statistics`` is true, or, when it is None, when its columns are those of one
+    (:func:`sampling.statsfile.is_statistics`); it is checked row by row.
 
     ``definition`` supplies the normalisation, the reformulation window and the PII policy.
     With ``database`` the statistics are also written to that DuckDB file (tables
@@ -161,7 +157,9 @@ def ingest_log(
     rule = definition or StrataDefinition()
     settings = engine or EngineSettings()
     try:
-        return _ingest(Path(path), columns, log_format, rule, database, settings, on_progress)
+        return _ingest(
+            Path(path), columns, log_format, rule, database, settings, on_progress, statistics
+        )
     except duckdb.OutOfMemoryException as error:
         raise LogError(
             f"{path}: the log needs more memory than the limit of {settings.memory_limit} "
@@ -177,12 +175,19 @@ def _ingest(
     database: str | Path | None,
     settings: EngineSettings,
     on_progress: ProgressCallback | None,
+    statistics: bool | None,
 ) -> LogStats:
     started = time.perf_counter()
     with _Connection(settings, database, rule) as (con, workdir):
         run = _Runner(con, on_progress)
         run.report(0.0, "reading the log")
         source = _describe_by_name(con, path, log_format, workdir)
+        if statistics or (statistics is None and is_statistics(source.columns)):
+            stats = read_statistics(con, source, rule)
+            if database is not None:
+                _persist_stats(con, stats)
+            run.report(1.0, f"{len(stats)} distinct queries")
+            return stats
         mapping = (columns or ColumnMap()).matched(source.columns)
         fields, used = field_sql(source, mapping)
         found = source.columns
@@ -190,15 +195,6 @@ def _ingest(
         if source.log_format == "jsonl":
             # JSON objects can be large: parse only the keys that are used.
             source = replace(source, columns=tuple(used.values()))
-        note = _native_note(source, settings)
-        if not note:
-            try:
-                stats = _ingest_native(con, source, used, rule, settings, run, started)
-                if database is not None:
-                    _persist_native(con, stats)
-                return stats
-            except Unsupported as why:
-                note = str(why)
         read = ReadPlan(fields, used, unseen)
         source, rejects = read_events(con, run, source, read, workdir)
         if unseen:
@@ -206,15 +202,12 @@ def _ingest(
         screened, by_hash = _screen(con, run, rule, path)
         # Timestamps stay in their unit; the window is converted into it instead.
         unit = _epoch_unit(con)
-        for statement in per_query_sql(fields, rule.reformulation_window * unit[0], by_hash):
-            run(statement, 0.55, 0.88, "following sessions")
-        for statement in reform_sql():
-            run(statement, 0.88, 0.96, "testing reformulations")
+        for statement in per_query_sql(rule.reformulation_window * unit[0], by_hash):
+            run(statement, 0.55, 0.96, "following sessions")
         run(stats_sql(fields), 0.96, 0.99, "summarising")
         report = _report(
             con, replace(source, columns=found), used, rejects, screened, rule, started, unit
         )
-        report = replace(report, reader_note=note)
         # Ids follow query-text order: sorting integers spares sorting a million strings.
         stats = fetch_stats(con, "_stats", "nid", set(stats_columns(fields)), report)
         if database is not None:
@@ -244,87 +237,6 @@ def _describe_by_name(
     except LogError as error:
         raise LogError(str(error).replace(str(link), str(path))) from None
     return replace(source, original=path)
-
-
-def _native_note(source: Source, settings: EngineSettings) -> str:
-    """Why the compiled reader is not tried on ``source``, or "" when it is."""
-    if settings.reader == "duckdb":
-        return "the DuckDB reader was asked for"
-    if not memory_bytes(settings.native_memory_limit):
-        return f"the memory limit {settings.native_memory_limit!r} is not a size in bytes"
-    return native_reason(source)
-
-
-def _ingest_native(
-    con: duckdb.DuckDBPyConnection,
-    source: Source,
-    used: Mapping[str, str],
-    rule: StrataDefinition,
-    settings: EngineSettings,
-    run: _Runner,
-    started: float,
-) -> LogStats:
-    """The statistics from the compiled reader, with the report the DuckDB path would give."""
-    result = read_native(
-        source,
-        used,
-        rule,
-        threads=_threads(settings),
-        budget=memory_bytes(settings.native_memory_limit),
-        report=run.report,
-        window_for=lambda typical: rule.reformulation_window * epoch_unit(typical)[0],
-    )
-    if result.distinct_queries == 0:
-        raise LogError(
-            f"{source.original}: no queries left: every query is blank or looks like personal data"
-        )
-    unit = epoch_unit(result.typical_time)
-    report = IngestReport(
-        path=str(source.original),
-        log_format=source.log_format,
-        columns_found=source.columns,
-        columns_used=dict(used),
-        rows=result.rows,
-        events=result.events,
-        malformed_rows=0,
-        invalid_utf8_lines=0,
-        blank_queries=result.blank,
-        unparsed_timestamps=result.bad_ts,
-        distinct_raw_queries=result.distinct_raw,
-        distinct_queries=result.distinct_queries,
-        pii_policy=rule.pii,
-        pii=result.pii,
-        pii_excluded_events=result.pii_excluded_events,
-        warnings=_warnings(source, used, (0, None), result.bad_ts, unit),
-        seconds=time.perf_counter() - started,
-        reader="native",
-    )
-    run.report(1.0, f"{len(result.stats)} distinct queries")
-    return replace(result.stats, report=report)
-
-
-def _persist_native(con: duckdb.DuckDBPyConnection, stats: LogStats) -> None:
-    """Write what the compiled reader found as the DuckDB path writes its ``_stats``."""
-    columns: dict[str, np.ndarray] = {"nid": np.arange(len(stats)), "query": stats.query}
-    columns["frequency"] = stats.frequency
-    if stats.sessions is not None:
-        columns["sessions"] = stats.sessions
-    if stats.users is not None:
-        columns["users"] = stats.users
-    rates = ("zero_result_rate", "reformulation_rate", "abandonment_rate")
-    for name in rates:
-        columns[name] = getattr(stats, name)
-    columns["pii"] = stats.pii
-    # DuckDB reads NaN from NumPy as NULL: the rates are put back to NaN, as stored by SQL.
-    # Types as the SQL path makes them: a sum of counts is a HUGEINT there.
-    typed = {name: f"coalesce({name}, CAST('NaN' AS DOUBLE)) AS {name}" for name in rates}
-    typed["frequency"] = "CAST(frequency AS HUGEINT) AS frequency"
-    listed = ", ".join(typed.get(name, name) for name in columns)
-    con.register("_native_columns", columns)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _stats AS SELECT {listed} FROM _native_columns")
-    con.unregister("_native_columns")
-    assert stats.report is not None
-    _persist(con, stats.report)
 
 
 def _threads(settings: EngineSettings) -> int:
@@ -386,6 +298,8 @@ class _Connection:
         self.rule = rule
 
     def __enter__(self) -> tuple[duckdb.DuckDBPyConnection, Path]:
+        if self.engine.temp_directory:
+            Path(self.engine.temp_directory).mkdir(parents=True, exist_ok=True)
         self.workdir = Path(tempfile.mkdtemp(prefix="assay-log-", dir=self.engine.temp_directory))
         self.con = duckdb.connect(str(self.database) if self.database else ":memory:")
         threads = _threads(self.engine)
@@ -401,14 +315,7 @@ class _Connection:
             "SET enable_progress_bar_print = false",
         ):
             self.con.execute(statement)
-        normalisation = self.rule.normalisation
-        self.con.create_function(
-            NORMALISE_UDF,
-            lambda text: normalise_query(text, normalisation),
-            [duckdb.string_type()],
-            duckdb.string_type(),
-            side_effects=False,
-        )
+        register_screen(self.con, self.rule.normalisation)
         return self.con, self.workdir
 
     def __exit__(self, *exc: object) -> None:
@@ -440,7 +347,7 @@ def _screen(
     Returns what was found, and whether raw strings are keyed by their hash (true unless
     two distinct strings of this log share one).
     """
-    run(screen_sql(rule.normalisation), 0.42, 0.50, "normalising and screening queries")
+    run(screen_sql(), 0.42, 0.50, "normalising and screening queries")
     by_hash = bool(one(con, "SELECT count(DISTINCT qh) = count(*) FROM _keyed")[0])
     if by_hash:
         # The text has served its purpose: events are matched by its hash from now on.
@@ -491,7 +398,7 @@ def _report(
     started: float,
     unit: tuple[float, str],
 ) -> IngestReport:
-    (bad_ts,) = one(con, "SELECT coalesce(sum(bad_ts), 0) FROM _per_query")
+    (bad_ts,) = one(con, "SELECT coalesce(sum(bad_ts), 0) FROM _norms")
     (events,) = one(con, "SELECT coalesce(sum(frequency), 0) FROM _stats")
     malformed = rejects.lines + source.blanked_lines
     return IngestReport(
@@ -588,6 +495,28 @@ def _nul_warning(lines: int) -> tuple[str, ...]:
     if not lines:
         return ()
     return (f"{lines} line(s) with a NUL character in the query: replaced by U+FFFD",)
+
+
+def _persist_stats(con: duckdb.DuckDBPyConnection, stats: LogStats) -> None:
+    """Write statistics read from a file as ingestion writes its own ``_stats``."""
+    columns: dict[str, object] = {"nid": np.arange(len(stats)), "query": stats.query}
+    columns["frequency"] = stats.frequency
+    for name in ("sessions", "users"):
+        if getattr(stats, name) is not None:
+            columns[name] = getattr(stats, name)
+    for name in ("zero_result_rate", "reformulation_rate", "abandonment_rate"):
+        columns[name] = getattr(stats, name)
+    columns["pii"] = stats.pii
+    con.register("_read_columns", columns)
+    # DuckDB reads NaN from NumPy as NULL: the rates are put back to NaN, as ingestion stores.
+    listed = ", ".join(
+        f"coalesce({name}, CAST('NaN' AS DOUBLE)) AS {name}" if name.endswith("_rate") else name
+        for name in columns
+    )
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _stats AS SELECT {listed} FROM _read_columns")
+    con.unregister("_read_columns")
+    assert stats.report is not None
+    _persist(con, stats.report)
 
 
 def _persist(con: duckdb.DuckDBPyConnection, report: IngestReport) -> None:

@@ -11,15 +11,15 @@ each stratum, recording every query's inclusion probability. Three calls, in thi
     sample = sample_queries(stats, strata, quotas=DEFAULT_QUOTAS, seed=7,
                             weighted=False, exclude=already_in_project)
 
-- :mod:`annotation.sampling_ingest`: DuckDB ingestion (formats, sessions, signals, privacy),
-  with its SQL in :mod:`annotation.sampling_sql` and the pass over the file, with the
-  repaired copies read when a file needs one, in :mod:`annotation.sampling_read`;
-- :mod:`annotation.sampling_stats`: the per-query statistics it returns and persists;
-- :mod:`annotation.sampling_strata`: the strata definition and the stratification;
-- :mod:`annotation.sampling_options`: a strata definition from typed options (commands, form);
-- :mod:`annotation.sampling_draw`: quotas and the within-stratum draws;
-- :mod:`annotation.sampling_text`: normalisation and the personal-data screen;
-- :mod:`annotation.sampling_source`: what a log file is and how each field is read.
+- :mod:`sampling.ingest`: DuckDB ingestion (formats, sessions, signals, privacy),
+  with its SQL in :mod:`sampling.sql` and the pass over the file, with the
+  repaired copies read when a file needs one, in :mod:`sampling.read`;
+- :mod:`sampling.stats`: the per-query statistics it returns and persists;
+- :mod:`sampling.strata`: the strata definition and the stratification;
+- :mod:`sampling.options`: a strata definition from typed options (commands, form);
+- :mod:`sampling.draw`: quotas and the within-stratum draws;
+- :mod:`sampling.text`: normalisation and the personal-data screen;
+- :mod:`sampling.source`: what a log file is and how each field is read.
 
 Pure core: no Django; it is what the Django side, the command, the tests and the benchmark
 call.
@@ -27,7 +27,7 @@ call.
 
 from __future__ import annotations
 
-from .sampling_draw import (
+from .draw import (
     DEFAULT_QUOTAS,
     SEED_LIMIT,
     Sample,
@@ -41,10 +41,10 @@ from .sampling_draw import (
     sample_queries,
     systematic_pps,
 )
-from .sampling_ingest import EngineSettings, ProgressCallback, ingest_log
-from .sampling_source import FIELDS, ColumnMap, LogError, LogFormat
-from .sampling_stats import IngestReport, LogStats, PiiCount, QueryStats, load_stats
-from .sampling_strata import (
+from .ingest import EngineSettings, ProgressCallback, ingest_log
+from .source import FIELDS, ColumnMap, LogError, LogFormat
+from .stats import IngestReport, LogStats, PiiCount, QueryStats, load_stats
+from .strata import (
     STRATA,
     DefinitionError,
     FailureRule,
@@ -56,7 +56,7 @@ from .sampling_strata import (
     rank_frequency_points,
     stratify,
 )
-from .sampling_text import PII_KINDS, Normalisation, PiiKind, normalise_query, pii_screen
+from .text import PII_KINDS, Normalisation, PiiKind, normalise_query, pii_screen
 
 __all__ = [
     "DEFAULT_QUOTAS",

@@ -8,15 +8,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import numpy as np
 
-from .sampling_source import LogFormat
-from .sampling_text import PiiKind
+from .source import LogFormat
+from .text import PiiKind
 
 __all__ = [
     "IngestReport",
@@ -25,7 +25,6 @@ __all__ = [
     "QueryStats",
     "fetch_stats",
     "load_stats",
-    "reader_summary",
     "report_from_json",
 ]
 
@@ -62,10 +61,8 @@ class IngestReport:
     seconds: float
     # Added later: reports stored before them read back with these defaults.
     nul_lines: int = 0
-    # Which reader produced the statistics ("native": the compiled reader of regular CSV
-    # and TSV logs; "duckdb"), and why DuckDB read a log the compiled reader did not take.
-    reader: str = "duckdb"
-    reader_note: str = ""
+    # What was read: a raw "log", or a per-query "statistics" file (docs/warehouse.md).
+    input: str = "log"
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -196,17 +193,13 @@ def fetch_stats(
     )
 
 
-def reader_summary(reader: str, note: str) -> str:
-    """Which reader produced the statistics, and why DuckDB when the compiled one did not."""
-    if reader == "native":
-        return "read by the compiled CSV/TSV reader"
-    return f"read by DuckDB ({note})" if note else "read by DuckDB"
-
-
 def report_from_json(row: tuple[Any, ...] | None) -> IngestReport | None:
     if row is None:
         return None
     data = json.loads(row[0])
+    # Reports stored by earlier versions may hold keys since retired (which reader ran).
+    known = {field.name for field in fields(IngestReport)}
+    data = {key: value for key, value in data.items() if key in known}
     data["columns_found"] = tuple(data["columns_found"])
     data["pii"] = tuple(PiiCount(**count) for count in data["pii"])
     data["warnings"] = tuple(data["warnings"])
