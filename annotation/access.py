@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import OuterRef, Subquery
 from django.http import Http404, HttpRequest
 
 from .models import Membership, Project, Role
@@ -35,16 +34,19 @@ def project_for_member(request: HttpRequest, slug: str) -> Access:
     user = request.user
     if not user.is_authenticated:
         raise Http404(NO_SUCH_PROJECT)
-    # One read: the project with the user's role in it (None: not a member).
-    role = Membership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]
-    project = Project.objects.filter(slug=slug).annotate(member_role=Subquery(role)).first()
-    if project is None:
-        raise Http404(NO_SUCH_PROJECT)
-    if user.is_superuser:
+    # One read in the ordinary case: the person's membership with its project (a join, which
+    # the ORM builds in about half the time of the project with a subquery for the role; every
+    # request of the judging loop starts here).
+    rows = Membership.objects.select_related("project").filter(project__slug=slug, user=user)
+    membership = next(iter(rows[:1]), None)
+    if user.is_superuser:  # a lead everywhere, member or not
+        project = membership.project if membership else Project.objects.filter(slug=slug).first()
+        if project is None:
+            raise Http404(NO_SUCH_PROJECT)
         return Access(project, Role.LEAD)
-    if project.member_role is None:
+    if membership is None:
         raise Http404(NO_SUCH_PROJECT)
-    return Access(project, Role(project.member_role))
+    return Access(membership.project, Role(membership.role))
 
 
 def project_for_lead(request: HttpRequest, slug: str) -> Access:

@@ -140,12 +140,8 @@ def _item(screen: Screen) -> dict[str, Any] | None:
         return None
     return {
         "id": item.pk,
-        "query": {"qid": item.query.qid, "text": item.query.text},
-        "document": {
-            "docid": item.document.docid,
-            "title": item.document.title,
-            "text": item.document.text,
-        },
+        "query": {"qid": item.qid, "text": item.query_text},
+        "document": {"docid": item.docid, "title": item.title, "text": item.text},
     }
 
 

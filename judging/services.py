@@ -19,11 +19,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import (
     Case,
     Exists,
-    FilteredRelation,
     Max,
     Min,
     OuterRef,
-    Q,
     QuerySet,
     Subquery,
     Value,
@@ -47,6 +45,7 @@ from .services_claims import (
     JudgingError,
     NoSuchItem,
     NotYours,
+    _rows,
     claim_active,
     claim_next,
     claim_state_set,
@@ -167,27 +166,37 @@ class UnitState:
 
 def unit_state(*, claim: Claim) -> UnitState:
     """The items of the claim's query in display order with the holder's current answer on
-    each (their latest row), and how many queries of the pool they finished."""
-    # One row per item and answer of the holder's (LEFT JOIN), oldest answer first: the last
-    # row of an item is its current answer. A join compiles in a fraction of the time of a
-    # correlated subquery per item. PostgreSQL reads a person's few rows through
-    # `judgment_latest`, or, once they have many, looks up each of the ~20 items by index.
-    mine = FilteredRelation("judgments", condition=Q(judgments__user_id=claim.user_id))
-    rows = (
-        PoolItem.objects.annotate(mine=mine)
-        .filter(pool_id=claim.pool_id, query_id=claim.unit.query_id)
-        .order_by("position", "mine__id")
-        .values_list("pk", "mine__kind")
-    )
+    each (their latest row), and how many queries of the pool they finished: one statement."""
+    params = [claim.pool_id, claim.user_id, claim.user_id, claim.pool_id, claim.unit.query_id]
+    rows = _rows(_ITEMS, params)
     latest: dict[int, str | None] = {}
-    for pk, kind in rows:
+    for pk, kind, _finished in rows:
         latest[pk] = kind  # a dict keeps each item where it first came: in display order
-    finished = _done_claims(pool_id=claim.pool_id, user_id=claim.user_id).count()
-    return UnitState(claim, list(latest.items()), finished)
+    if not rows:  # a query without items: never built so, but counted all the same
+        return UnitState(claim, [], finished_count_of(pool_id=claim.pool_id, user_id=claim.user_id))
+    return UnitState(claim, list(latest.items()), int(rows[0][2]))
 
 
-def _done_claims(*, pool_id: int, user_id: int) -> QuerySet[Claim]:
-    return Claim.objects.filter(pool_id=pool_id, user_id=user_id, state=ClaimState.DONE)
+# Plain SQL, as the claim reads in `services_claims`: every answer runs this, and the ORM spent
+# about 2 ms building and compiling it (a join through a FilteredRelation, and a separate
+# count) against 0.2 ms to send it; it returns plain values, never model objects.
+# A person's finished queries in a pool: their claims in the state "done".
+_FINISHED = (
+    "SELECT count(*) FROM judging_claim d"
+    f" WHERE d.pool_id = %s AND d.user_id = %s AND d.state = '{ClaimState.DONE.value}'"
+)
+# One row per item and answer of the holder's (LEFT JOIN), oldest answer first: the last row of
+# an item is its current answer. PostgreSQL reads a person's few rows through
+# `judgment_latest`, or, once they have many, looks up each of the ~20 items by index.
+_ITEMS = (
+    f"SELECT i.id, j.kind, ({_FINISHED}) FROM pooling_poolitem i"
+    " LEFT JOIN judging_judgment j ON j.pool_item_id = i.id AND j.user_id = %s"
+    " WHERE i.pool_id = %s AND i.query_id = %s ORDER BY i.position, j.id"
+)
+
+
+def finished_count_of(*, pool_id: int, user_id: int) -> int:
+    return int(_rows(_FINISHED, [pool_id, user_id])[0][0])
 
 
 def _finish_if_complete(state: UnitState) -> bool:
@@ -538,7 +547,7 @@ class Screen:
 
     protocol: ProtocolVersion | None
     change: ProtocolChange | None = None
-    item: PoolItem | None = None
+    item: ShownItem | None = None
     done_in_query: int = 0
     total_in_query: int = 0
     finished_queries: int = 0
@@ -589,21 +598,39 @@ def _finish(state: UnitState) -> None:
 
 
 def finished_count(*, pool: Pool, user: User) -> int:
-    return _done_claims(pool_id=pool.pk, user_id=user.pk).count()
+    return finished_count_of(pool_id=pool.pk, user_id=user.pk)
 
 
-# What the panel shows of an item: never its provenance or best rank (which systems found it,
-# and where), so that those cannot reach an annotator's page even by mistake.
-SHOWN = (
-    *("pool_id", "query_id", "document_id", "position"),
-    *("query__qid", "query__text", "query__description"),
-    *("document__docid", "document__title", "document__text"),
+@dataclass(frozen=True)
+class ShownItem:
+    """What the panel shows of an item: its query and its document, never its provenance or
+    best rank (which systems found it, and where), so that those cannot reach an annotator's
+    page even by mistake: this object has nowhere to carry them."""
+
+    pk: int
+    qid: str
+    query_text: str
+    query_description: str
+    docid: str
+    title: str
+    text: str
+
+
+# Plain SQL, as `_ITEMS`: every answer shows a next item, and the ORM spent about 1 ms building
+# a join of three tables with `only()` (and three model objects) against 0.2 ms to send it.
+_SHOWN = (
+    "SELECT i.id, q.qid, q.text, q.description, d.docid, d.title, d.text"
+    " FROM pooling_poolitem i JOIN annotation_query q ON q.id = i.query_id"
+    " JOIN annotation_document d ON d.id = i.document_id WHERE i.id = %s"
 )
 
 
-def shown_item(item_id: int) -> PoolItem:
+def shown_item(item_id: int) -> ShownItem:
     """The item with the query and document the panel shows, in one read."""
-    return PoolItem.objects.select_related("query", "document").only(*SHOWN).get(pk=item_id)
+    rows = _rows(_SHOWN, [item_id])
+    if not rows:
+        raise NoSuchItem("there is no such item in this pool")
+    return ShownItem(*rows[0])
 
 
 @dataclass(frozen=True)

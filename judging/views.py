@@ -18,7 +18,7 @@ from annotation.access import Access, project_for_member
 from annotation.models import Project, ProtocolVersion
 from annotation.protocol import from_content
 from annotation.services_protocol import protocol_ack
-from pooling.models import Pool, PoolItem
+from pooling.models import Pool
 
 from .access import pool_or_404
 from .highlight import highlight, query_terms
@@ -30,6 +30,7 @@ from .services import (
     NotYours,
     ProtocolChanged,
     Screen,
+    ShownItem,
     Submitted,
     claim_active,
     current_pool,
@@ -63,16 +64,16 @@ def grade_labels(protocol: ProtocolVersion | None) -> list[tuple[int, str]]:
     ]
 
 
-def _document(item: PoolItem) -> dict[str, str]:
-    terms = query_terms(item.query.text)
+def _document(item: ShownItem) -> dict[str, str]:
+    terms = query_terms(item.query_text)
     # Safe: highlight() escapes every character of the untrusted text itself.
     return {
-        "doc_title": mark_safe(highlight(item.document.title, terms)),
-        "doc_text": mark_safe(highlight(item.document.text, terms)),
+        "doc_title": mark_safe(highlight(item.title, terms)),
+        "doc_text": mark_safe(highlight(item.text, terms)),
     }
 
 
-def _urls(slug: str, item: PoolItem | None) -> dict[str, str]:
+def _urls(slug: str, item: ShownItem | None) -> dict[str, str]:
     # Reversed here once rather than by {% url %} tags: the panel is rendered on every answer.
     urls = {
         "undo_url": reverse("judge_undo", args=[slug]),
