@@ -21,6 +21,7 @@ Pure core: no Django.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
@@ -39,6 +40,7 @@ __all__ = [
     "register_screen",
     "screen_sql",
     "statistics_sql",
+    "statistics_steps",
     "stats_columns",
     "stats_sql",
 ]
@@ -164,8 +166,7 @@ def per_query_sql(window: float, by_hash: bool) -> list[str]:
         FROM _ev""",
         "CREATE OR REPLACE TEMP VIEW queries AS SELECT nid AS query_id, query FROM _norms",
         # The window as a DOUBLE from its repr: a huge window in milliseconds may be "inf".
-        "CREATE OR REPLACE TEMP TABLE _computed AS "
-        + statistics_sql(f"CAST('{window!r}' AS DOUBLE)"),
+        *statistics_steps(f"CAST('{window!r}' AS DOUBLE)", "_computed"),
         "DROP VIEW events",
         "DROP VIEW queries",
         "DROP TABLE _ev",
@@ -175,6 +176,50 @@ def per_query_sql(window: float, by_hash: bool) -> list[str]:
 def statistics_sql(window: str) -> str:
     """The reference SQL (``statistics.sql``, published as is) with its window filled in."""
     return STATISTICS_SQL.read_text(encoding="utf-8").replace("{window}", window)
+
+
+def statistics_steps(window: str, target: str) -> list[str]:
+    """``statistics.sql`` run one step (common table expression) at a time, into ``target``.
+
+    Each step becomes a temporary table, dropped at the end: memory then holds one step's
+    hash tables or sort at a time, and DuckDB spills each beyond its limit. As one statement
+    the steps run side by side, and a 50-million-line log did not fit in 1 GB. The text of
+    every step is the published one.
+    """
+    steps, final = _split_steps(statistics_sql(window))
+    created = [f"CREATE OR REPLACE TEMP TABLE {name} AS {body}" for name, body in steps]
+    dropped = [f"DROP TABLE {name}" for name, _ in reversed(steps)]
+    return [*created, f"CREATE OR REPLACE TEMP TABLE {target} AS {final}", *dropped]
+
+
+def _split_steps(sql: str) -> tuple[list[tuple[str, str]], str]:
+    """(name, body) of each ``WITH`` step of ``sql``, and its final ``SELECT``."""
+    text = re.sub(r"--[^\n]*", "", sql).strip()  # comments hold parentheses too
+    head = re.match(r"WITH\s+", text, re.IGNORECASE)
+    assert head is not None, "statistics.sql starts with WITH"
+    steps: list[tuple[str, str]] = []
+    position = head.end()
+    while True:
+        named = re.compile(r"\s*(\w+)\s+AS\s*\(", re.IGNORECASE).match(text, position)
+        if named is None:
+            return steps, text[position:].strip()
+        end = _closing(text, named.end())
+        steps.append((named.group(1), text[named.end() : end]))
+        position = end + 1
+        comma = re.compile(r"\s*,").match(text, position)
+        if comma is None:
+            return steps, text[position:].strip()
+        position = comma.end()
+
+
+def _closing(text: str, start: int) -> int:
+    """The index of the parenthesis closing the one opened just before ``start``."""
+    depth = 1
+    for index in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[index], 0)
+        if depth == 0:
+            return index
+    raise ValueError("statistics.sql: a parenthesis is not closed")
 
 
 def _sequences(fields: Mapping[str, str]) -> bool:
