@@ -91,7 +91,7 @@ def run_blocks(path: str | Path) -> Iterator[RunBlock]:
         cols = _split(block, 6)
         if not len(cols.line_starts):
             continue  # only empty lines
-        _integers(cols, 3)  # trec_eval ignores the rank, but the line rule checks it
+        _check_integers(cols, 3)  # trec_eval ignores the rank, but the line rule checks it
         codes = _qid_codes(cols, seen)
         yield RunBlock(tuple(seen), codes, _keys(cols, 2), cols.token(2)[1], _floats(cols, 4))
 
@@ -254,7 +254,7 @@ def _keys(cols: _Columns, j: int) -> U64:
     return _token_words(cols, j, _width(cols, j)).byteswap()
 
 
-def _tokens(cols: _Columns, j: int) -> pa.StringArray:
+def _tokens(cols: _Columns, j: int) -> pa.LargeStringArray:
     """Tokens of column j as an Arrow string array (gathered into one contiguous buffer)."""
     starts, lengths = cols.token(j)
     offsets = np.zeros(len(starts) + 1, dtype=np.int64)
@@ -264,12 +264,19 @@ def _tokens(cols: _Columns, j: int) -> pa.StringArray:
     return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data))
 
 
-def _integers(cols: _Columns, j: int) -> I64:
-    """Column j as integers, or raise NotSplit unless every token matches the line rule's
-    ``[+-]?[0-9]+`` and fits 64 bits (Arrow refuses a sign of "+": the line parser reads it)."""
+def _check_integers(cols: _Columns, j: int) -> pa.LargeStringArray:
+    """The tokens of column j, or raise NotSplit unless every one matches the line rule's
+    ``[+-]?[0-9]+`` (Arrow's RE2 runs the line rule's own pattern)."""
     tokens = _tokens(cols, j)
     if not pc.all(pc.match_substring_regex(tokens, _INTEGER)).as_py():
         raise NotSplit
+    return tokens
+
+
+def _integers(cols: _Columns, j: int) -> I64:
+    """Column j as integers, or raise NotSplit unless every token matches the line rule and
+    fits 64 bits (Arrow refuses a sign of "+": the line parser reads it)."""
+    tokens = _check_integers(cols, j)
     try:
         return np.asarray(pc.cast(tokens, pa.int64()).to_numpy(), dtype=np.int64)
     except pa.ArrowInvalid as exc:
