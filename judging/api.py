@@ -180,7 +180,9 @@ class QueueView(APIView):
             "protocol": protocol.number if protocol else None,
             "protocol_change": _change(change),
             "active": active,
-            "finished_queries": state.finished if state else finished_count(pool=pool, user=user),
+            "finished_queries": state.finished
+            if state
+            else finished_count(pool_id=pool.pk, user_id=user.pk),
         }
         return Response(QueueOut(data).data)
 

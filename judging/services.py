@@ -173,7 +173,7 @@ def unit_state(*, claim: Claim) -> UnitState:
     for pk, kind, _finished in rows:
         latest[pk] = kind  # a dict keeps each item where it first came: in display order
     if not rows:  # a query without items: never built so, but counted all the same
-        return UnitState(claim, [], finished_count_of(pool_id=claim.pool_id, user_id=claim.user_id))
+        return UnitState(claim, [], finished_count(pool_id=claim.pool_id, user_id=claim.user_id))
     return UnitState(claim, list(latest.items()), int(rows[0][2]))
 
 
@@ -195,7 +195,8 @@ _ITEMS = (
 )
 
 
-def finished_count_of(*, pool_id: int, user_id: int) -> int:
+def finished_count(*, pool_id: int, user_id: int) -> int:
+    """How many queries of the pool the person has finished."""
     return int(_rows(_FINISHED, [pool_id, user_id])[0][0])
 
 
@@ -575,7 +576,7 @@ def screen_for(*, pool: Pool, user: User, after: Submitted | None = None) -> Scr
         if state.next_item_id is not None:
             return _item_screen(protocol, state)
         _finish(state)
-    finished = finished_count(pool=pool, user=user)
+    finished = finished_count(pool_id=pool.pk, user_id=user.pk)
     return Screen(protocol, finished_queries=finished, can_undo=finished > 0)
 
 
@@ -595,10 +596,6 @@ def _item_screen(protocol: ProtocolVersion | None, state: UnitState) -> Screen:
 @transaction.atomic
 def _finish(state: UnitState) -> None:
     _finish_if_complete(state)
-
-
-def finished_count(*, pool: Pool, user: User) -> int:
-    return finished_count_of(pool_id=pool.pk, user_id=user.pk)
 
 
 @dataclass(frozen=True)
@@ -654,7 +651,9 @@ def progress_of(*, pool: Pool, user: User) -> JudgeProgress:
     )
     answered = Judgment.objects.filter(pk__in=latest, kind__in=HANDLED).count()
     return JudgeProgress(
-        finished_queries=state.finished if state else finished_count(pool=pool, user=user),
+        finished_queries=state.finished
+        if state
+        else finished_count(pool_id=pool.pk, user_id=user.pk),
         answered_items=answered,
         in_query=(state.done, state.total) if state else None,
     )

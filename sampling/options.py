@@ -31,6 +31,16 @@ FAILURE_KEYS = ("zero_result_rate", "reformulation_rate", "abandonment_rate", "m
 DEFINITION_OPTIONS = ("cuts", "failures", "reformulation_window")
 
 
+def add_statistics_argument(parser: argparse.ArgumentParser) -> None:
+    """``--statistics``, for every command that reads a log or a statistics file."""
+    parser.add_argument(
+        "--statistics",
+        action="store_true",
+        help="the file holds per-query statistics computed elsewhere (docs/warehouse.md), "
+        "not raw log lines; a file with those columns is read as such even without it",
+    )
+
+
 def add_definition_arguments(parser: argparse.ArgumentParser) -> None:
     """The four definition flags, for every command that builds a strata definition."""
     parser.add_argument(

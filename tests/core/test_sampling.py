@@ -45,6 +45,7 @@ from sampling.core import (
     systematic_pps,
 )
 from sampling.sql import SCREEN_UDF, register_screen
+from tests.sampling_reference import similar
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 AQL = DATA / "aql-examples" / "serps.jsonl"
@@ -117,22 +118,6 @@ def _none(value: float | None) -> float | None:
 
 
 # --------------------------------------------------------------------------- reference
-
-
-def levenshtein(a: str, b: str) -> int:
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
-
-
-def similar(a: str, b: str) -> bool:
-    if {t for t in a.split(" ") if t} & {t for t in b.split(" ") if t}:
-        return True
-    return levenshtein(a, b) <= min(2, math.ceil(0.3 * max(len(a), len(b))))
 
 
 def reference(rows: Sequence[Row], window: float = 300.0, pii: str = "exclude") -> dict[str, dict]:

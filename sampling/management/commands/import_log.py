@@ -11,6 +11,7 @@ from sampling.models import LogStatus, QueryLog
 from sampling.options import (
     DEFINITION_OPTIONS,
     add_definition_arguments,
+    add_statistics_argument,
     describe_definition,
     requested_definition,
 )
@@ -36,12 +37,7 @@ class Command(BaseCommand):
         parser.add_argument("project")
         parser.add_argument("file")
         parser.add_argument("--column", default="", help="mapping, e.g. query=q,session_id=sid")
-        parser.add_argument(
-            "--statistics",
-            action="store_true",
-            help="the file holds per-query statistics computed elsewhere (docs/warehouse.md), "
-            "not raw log lines; a file with those columns is read as such even without it",
-        )
+        add_statistics_argument(parser)
         add_definition_arguments(parser)
         parser.add_argument(
             "--quota",

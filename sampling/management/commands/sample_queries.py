@@ -33,6 +33,7 @@ from sampling.core import (
 from sampling.options import (
     DEFINITION_OPTIONS,
     add_definition_arguments,
+    add_statistics_argument,
     definition_from_options,
 )
 
@@ -64,12 +65,7 @@ class Command(BaseCommand):
             choices=("csv", "tsv", "jsonl", "parquet"),
             help="log format (default: from the file extension)",
         )
-        parser.add_argument(
-            "--statistics",
-            action="store_true",
-            help="the file holds per-query statistics computed elsewhere (docs/warehouse.md), "
-            "not raw log lines; a file with those columns is read as such even without it",
-        )
+        add_statistics_argument(parser)
         add_definition_arguments(parser)
         parser.add_argument(
             "--weighted",
