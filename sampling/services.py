@@ -104,7 +104,6 @@ def definition_for(query_log: QueryLog) -> StrataDefinition:
 
 
 LOG_INGEST = "log_ingest"
-NAME_LIMIT = 255  # bytes: most file systems' limit for one name, and the name column's
 
 
 @transaction.atomic
@@ -148,14 +147,11 @@ def log_create(
 
 
 def _upload_name(given: str) -> str:
+    # Django has cut the name to 255 characters (the column's size) keeping its extension;
+    # on disk the file has a generated name, so no length of this one reaches the file system.
     name = Path(given).name or "log"
     if "\x00" in name:
         raise SamplingError("The file name holds a NUL character: rename the file.")
-    if len(name.encode()) > NAME_LIMIT:
-        raise SamplingError(
-            f"The file name is {len(name.encode())} bytes long, over the limit of {NAME_LIMIT}: "
-            "rename the file and upload it again."
-        )
     return name
 
 

@@ -190,7 +190,9 @@ CELERY_TASK_EAGER_PROPAGATES = True
 # hand a live job to a second worker; the claim makes that a no-op, but it wastes a worker).
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": JOB_TIME_LIMIT + 300}
+# max_retries 0: a publisher (a web request) fails at once on an unreachable broker instead of
+# retrying for seconds; the worker's own connection keeps its retry loop.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": JOB_TIME_LIMIT + 300, "max_retries": 0}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A web request that publishes a job fails fast when the broker is down (no retry loop): the
 # job is withdrawn and the page says so.
