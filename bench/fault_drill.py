@@ -202,8 +202,8 @@ class Drill:
         from jobs.services import job_enqueue
 
         before = Job.objects.count()
-        good = app.conf.broker_url
-        app.conf.update(broker_url="redis://127.0.0.1:9/0")
+        good = os.environ["CELERY_BROKER_URL"]  # Celery reads it before its own setting
+        os.environ["CELERY_BROKER_URL"] = "redis://127.0.0.1:9/0"  # nothing listens there
         app._after_fork()
         started = time.monotonic()
         try:
@@ -213,7 +213,7 @@ class Drill:
         except QueueUnavailable:
             refused = "yes"
         finally:
-            app.conf.update(broker_url=good)
+            os.environ["CELERY_BROKER_URL"] = good
             app._after_fork()
         seconds = f"{time.monotonic() - started:.1f}"
         left = Job.objects.count() - before
