@@ -13,6 +13,7 @@ from annotation import views as annotation_views
 from annotation import views_protocol as protocol_views
 from assay.health import healthz
 from evaluation import views as evaluation_views
+from jobs import views as jobs_views
 from judging import api as judging_api
 from judging import views as judging_views
 from judging import views_lead as judging_lead_views
@@ -65,6 +66,10 @@ urlpatterns = [
     path("p/<slug:slug>/pool/", pooling_views.pool_detail, name="pool_detail"),
     path("p/<slug:slug>/pool/new/", judging_lead_views.pool_create, name="pool_create"),
     path("p/<slug:slug>/qrels/", evaluation_views.qrels_download, name="qrels_download"),
+    path("p/<slug:slug>/jobs/<int:job_id>/retry/", jobs_views.job_retry_view, name="job_retry"),
+    path(
+        "p/<slug:slug>/jobs/<int:job_id>/discard/", jobs_views.job_discard_view, name="job_discard"
+    ),
     path("p/<slug:slug>/logs/", sampling_views.log_list, name="log_list"),
     path("p/<slug:slug>/logs/<int:log_id>/", sampling_views.log_detail, name="log_detail"),
     path(

@@ -4,6 +4,7 @@
 #   web          apply migrations, then serve the site with granian (the default)
 #   serve        serve the site without migrating (a second web replica; the judging benchmark)
 #   worker       run a Celery worker
+#   beat         run Celery beat: the job reaper every JOB_REAP_INTERVAL seconds (run one only)
 #   demo         apply migrations, load the demo project (prints its logins), then serve
 #   healthcheck  exit 0 if the web process answers on 127.0.0.1:$PORT
 #   anything else is run as given, e.g. `python manage.py createsuperuser`
@@ -53,6 +54,10 @@ case "$command" in
         ;;
     worker)
         exec celery -A assay worker --loglevel="${LOG_LEVEL:-INFO}" "$@"
+        ;;
+    beat)
+        exec celery -A assay beat --loglevel="${LOG_LEVEL:-INFO}" \
+            --schedule=/data/celerybeat-schedule "$@"
         ;;
     demo)
         python manage.py migrate --noinput

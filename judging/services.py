@@ -32,9 +32,11 @@ from django.utils import timezone
 from annotation.models import Project, ProtocolAck, ProtocolVersion
 from annotation.protocol import DiffLine, diff
 from assay.db import bulk_insert
+from jobs.models import Job
+from jobs.services import job_create
 from pooling.models import Pool, PoolItem, Run
+from pooling.services import POOL_BUILD, PoolingError, pool_build
 from pooling.services import current_pool as current_pool  # judging's views read it here
-from pooling.services import pool_build
 
 from .assignment import choose_double
 from .models import Claim, ClaimState, JudgingPolicy, Judgment, Kind, WorkUnit
@@ -93,6 +95,39 @@ def pool_open(
     pool = pool_build(project=project, runs=runs, depth=depth, seed=seed, skip_missing=skip_missing)
     work_units_create(pool=pool)  # one per query; judging claims them
     return pool
+
+
+def pool_build_create(
+    *, project: Project, run_ids: Sequence[int], depth: int, seed: int, user: User | None = None
+) -> Job:
+    """The queued job that builds a pool and opens it (`judging.tasks.pool_build_job`);
+    publish it with `jobs.services.job_enqueue` once committed."""
+    return job_create(
+        project=project,
+        kind=POOL_BUILD,
+        handler="judging.tasks.pool_build_job",
+        params={"run_ids": list(run_ids), "depth": depth, "seed": seed},
+        user=user,
+    )
+
+
+@transaction.atomic
+def pool_open_once(*, project_id: int, run_ids: Sequence[int], depth: int, seed: int) -> Pool:
+    """`pool_open`, idempotent: a pool with the same project, depth, seed and runs is reused
+    (a restarted pool-build job finds the pool its earlier attempt built).
+
+    The project row is locked first, so that a second delivery of the same build while the
+    first is still building waits for it and then finds its pool, instead of building another.
+    """
+    project = Project.objects.select_for_update().get(pk=project_id)
+    runs = list(Run.objects.filter(project=project, pk__in=run_ids).order_by("name"))
+    if len(runs) != len(set(run_ids)):
+        raise PoolingError("some of the runs asked for are not this project's")
+    existing = project.pools.filter(depth=depth, seed=seed).order_by("pk")
+    for pool in existing.prefetch_related("runs"):
+        if {r.pk for r in pool.runs.all()} == {r.pk for r in runs}:
+            return pool
+    return pool_open(project=project, runs=runs, depth=depth, seed=seed)
 
 
 @transaction.atomic

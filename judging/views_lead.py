@@ -4,13 +4,11 @@ reassign), members, and the full history of an item. Annotators get 403 on every
 from __future__ import annotations
 
 import random
-from functools import partial
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -18,6 +16,8 @@ from django.views.decorators.http import require_POST
 from annotation.access import Access, project_for_lead
 from annotation.models import Role
 from annotation.services import membership_set
+from jobs.errors import QueueUnavailable
+from jobs.services import job_enqueue
 
 from .access import pool_or_404
 from .models import Claim, WorkUnit
@@ -35,9 +35,9 @@ from .services import (
     current_pool,
     judging_policy_set,
     policy_of,
+    pool_build_create,
 )
 from .services_claims import claim_reassign, claim_release
-from .tasks import pool_open_task
 
 QUERIES_PER_PAGE = 50
 
@@ -49,7 +49,7 @@ def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
 @login_required
 def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
     """The pool page's "build pool" button: build the pool and open it for judging, in the
-    background (after this request commits)."""
+    background (a job, whose state the pool page shows)."""
     access = _get_project_for_lead(request, slug)
     if request.method != "POST":
         return redirect("pool_detail", slug=slug)
@@ -62,9 +62,19 @@ def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
         messages.error(request, "Choose at least one run and a depth between 1 and 1000.")
         return redirect("pool_detail", slug=slug)
     seed = random.SystemRandom().randrange(2**31)
-    task = partial(pool_open_task.delay, access.project.pk, run_ids, depth, seed)
-    transaction.on_commit(task)
-    messages.info(request, f"Building a depth-{depth} pool of {len(run_ids)} runs.")
+    job = pool_build_create(
+        project=access.project,
+        run_ids=run_ids,
+        depth=depth,
+        seed=seed,
+        user=request.user,  # type: ignore[arg-type]
+    )
+    try:
+        job_enqueue(job)  # committed by now: views run in autocommit
+    except QueueUnavailable as error:
+        messages.error(request, str(error))
+    else:
+        messages.info(request, f"Building a depth-{depth} pool of {len(run_ids)} runs.")
     return redirect("pool_detail", slug=slug)
 
 

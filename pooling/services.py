@@ -18,6 +18,8 @@ from formats.trec import RunRow, read_run
 from .models import Pool, PoolItem, Run, RunResult
 from .pooling import PoolEntry, depth_pool
 
+POOL_BUILD = "pool_build"  # the kind of the job that builds a pool (judging.tasks)
+
 
 class PoolingError(ValueError):
     """A run or pool request that cannot be honoured; the message says what to do."""

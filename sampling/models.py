@@ -11,6 +11,10 @@ from django.conf import settings
 from django.db import models
 
 from annotation.models import Project, Query
+from jobs.models import Job, JobState
+
+# A log's state is its ingest job's (jobs.models): queued, running, done, failed, discarded.
+LogStatus = JobState
 
 
 class SamplingScheme(models.Model):
@@ -24,19 +28,12 @@ class SamplingScheme(models.Model):
         return f"{self.project.slug} sampling scheme"
 
 
-class LogStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-
-
 class QueryLog(models.Model):
     """An uploaded search log. Only per-query statistics are kept: the file is deleted."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="logs")
     name = models.CharField(max_length=255)
-    upload = models.CharField(max_length=500, blank=True, help_text="file until ingested")
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="query_log")
     columns = models.CharField(max_length=500, blank=True, help_text="field=column, ...")
     definition = models.JSONField(
         null=True,
@@ -47,10 +44,6 @@ class QueryLog(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    status = models.CharField(max_length=16, choices=LogStatus.choices, default=LogStatus.QUEUED)
-    progress = models.FloatField(default=0.0)
-    message = models.CharField(max_length=500, blank=True)
-    error = models.TextField(blank=True)
     report = models.JSONField(null=True, blank=True)
     strata = models.JSONField(null=True, blank=True, help_text="table, chart points, cut ranks")
 
@@ -59,6 +52,15 @@ class QueryLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.status})"
+
+    # The ingest job holds the state; these read it as the log's own.
+    @property
+    def status(self) -> str:
+        return self.job.state
+
+    @property
+    def error(self) -> str:
+        return self.job.error
 
 
 class LogQueryStat(models.Model):

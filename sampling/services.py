@@ -9,7 +9,6 @@ ingestion worked or not.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -24,6 +23,10 @@ from django.utils import timezone
 
 from annotation.models import Project, Query
 from assay.db import bulk_insert
+from jobs.errors import JobInputError
+from jobs.models import Job
+from jobs.run import job_run_inline
+from jobs.services import job_create
 
 from .core import (
     STRATA,
@@ -52,7 +55,6 @@ from .models import (
 )
 
 log = logging.getLogger(__name__)
-PROGRESS_EVERY = 0.5  # seconds between progress writes: enough for a smooth bar, few UPDATEs
 
 
 DEFINITION_KEPT = (
@@ -101,6 +103,9 @@ def definition_for(query_log: QueryLog) -> StrataDefinition:
     return StrataDefinition()
 
 
+LOG_INGEST = "log_ingest"
+
+
 @transaction.atomic
 def log_create(
     *,
@@ -110,10 +115,14 @@ def log_create(
     columns: str = "",
     definition: StrataDefinition | None = None,
 ) -> QueryLog:
-    """Keep an uploaded log in MEDIA_ROOT until a worker ingests it; returns the queued log.
+    """Keep an uploaded log in MEDIA_ROOT until a worker ingests it; returns the queued log
+    (publish its job with `jobs.services.job_enqueue` once this has committed).
 
-    ``definition`` is the strata definition asked for; only the project's first log uses it.
+    The upload is checked before anything is written, and the file is stored under a
+    generated name; if storing the rows fails, the file goes too. ``definition`` is the strata
+    definition asked for; only the project's first log uses it.
     """
+    name = _upload_name(upload.name or "log")
     if columns:
         try:
             ColumnMap.parse(columns)
@@ -121,36 +130,79 @@ def log_create(
             raise SamplingError(str(error)) from None
     folder = Path(settings.MEDIA_ROOT) / "logs"
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{uuid.uuid4().hex}-{Path(upload.name or 'log').name}"
-    with open(target, "wb") as out:
-        for chunk in upload.chunks():
-            out.write(chunk)
+    # The name as uploaded is shown, never used on disk: only its format suffixes are kept.
+    suffixes = [s for s in Path(name).suffixes[-2:] if len(s) <= 12 and s[1:].isalnum()]
+    target = folder / f"{uuid.uuid4().hex}{''.join(suffixes)}"
+    try:
+        with open(target, "wb") as out:
+            for chunk in upload.chunks():
+                out.write(chunk)
+        return log_queue(
+            project=project, name=name, path=target, owned=True, columns=columns,
+            definition=definition, user=user,
+        )  # fmt: skip
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+
+
+def _upload_name(given: str) -> str:
+    # Django has cut the name to 255 characters (the column's size) keeping its extension;
+    # on disk the file has a generated name, so no length of this one reaches the file system.
+    name = Path(given).name or "log"
+    if "\x00" in name:
+        raise SamplingError("The file name holds a NUL character: rename the file.")
+    return name
+
+
+def log_queue(
+    *,
+    project: Project,
+    name: str,
+    path: str | Path,
+    owned: bool,
+    columns: str = "",
+    definition: StrataDefinition | None = None,
+    user: User | None = None,
+    statistics: bool | None = None,
+) -> QueryLog:
+    """A log and its queued ingest job. ``owned``: the job deletes the file when it ends (an
+    upload), else the file is the caller's (the import_log command's argument)."""
+    job = job_create(
+        project=project,
+        kind=LOG_INGEST,
+        handler="sampling.tasks.log_ingest_job",
+        params={"path": str(path), "statistics": statistics},
+        files=[path] if owned else [],
+        user=user,
+    )
     return QueryLog.objects.create(
         project=project,
-        name=Path(upload.name or "log").name,
-        upload=str(target),
+        name=name,
+        job=job,
         columns=columns,
         definition=definition.to_dict() if definition else None,
         uploaded_by=user,
     )
 
 
-def log_ingest(
-    *, log_id: int, path: str | Path | None = None, statistics: bool | None = None
-) -> QueryLog:
-    """Ingest a queued log into per-query statistics and strata. Idempotent.
+def log_ingest(*, log_id: int) -> QueryLog:
+    """Run a log's ingest job here, in this process (the import_log command), to its end."""
+    job_run_inline(QueryLog.objects.get(pk=log_id).job_id)
+    return QueryLog.objects.select_related("job").get(pk=log_id)
 
-    ``statistics`` true reads the file as per-query statistics (docs/warehouse.md); None
-    tells a statistics file by its columns. A log already done is returned as it is; a
-    retried task starts over and replaces any statistics of an earlier attempt, so a row is
-    never stored twice. On a bad log the status is `failed` with a message that says what
-    to fix, and the project is left unchanged.
+
+def log_ingest_run(*, job: Job, progress: Callable[[float, str], None]) -> QueryLog:
+    """The ingest job's work: per-query statistics and strata of its log. Idempotent: a
+    restarted attempt replaces any statistics of an earlier one, so a row is never stored
+    twice. A bad log raises JobInputError with a message that says what to fix, and the
+    project is left unchanged; the job's state is written by the job runner.
+
+    The job's ``statistics`` parameter true reads the file as per-query statistics
+    (docs/warehouse.md); None tells a statistics file by its columns.
     """
-    query_log = QueryLog.objects.select_related("project").get(pk=log_id)
-    if query_log.status == LogStatus.DONE:
-        return query_log
-    source = Path(path or query_log.upload)
-    _set(query_log, status=LogStatus.RUNNING, progress=0.0, message="starting", error="")
+    query_log = QueryLog.objects.select_related("project").get(job=job)
+    source = Path(job.params["path"])
     try:
         definition = definition_for(query_log)
         columns = ColumnMap.parse(query_log.columns) if query_log.columns else None
@@ -158,50 +210,18 @@ def log_ingest(
             source,
             columns=columns,
             definition=definition,
-            on_progress=_progress(query_log),
-            statistics=statistics,
+            on_progress=progress,
+            statistics=job.params.get("statistics"),
         )
         strata = stratify(stats, definition)
         _store(query_log, stats, strata, definition)
+    except ConnectionError:
+        raise  # transient: the job runner queues the job again
     except (LogError, DefinitionError, SamplingError, OSError) as error:
         # An upload is stored under a generated name: name the file as it was uploaded.
-        shown = str(error) if path is not None else str(error).replace(str(source), query_log.name)
-        _set(query_log, status=LogStatus.FAILED, error=shown, message="failed")
-    except Exception as error:
-        # A defect, not a bad file: still never leave the log "running" for ever, and let the
-        # worker (or the command) see the exception with its traceback.
-        log.exception("ingesting log %s failed unexpectedly", query_log.pk)
-        reason = f"{type(error).__name__}: {error}"
-        _set(
-            query_log,
-            status=LogStatus.FAILED,
-            error=f"The log could not be ingested because of an internal error ({reason}).",
-            message="failed",
-        )
-        raise
-    finally:
-        if path is None and query_log.upload:
-            Path(query_log.upload).unlink(missing_ok=True)  # raw rows are not kept
-            QueryLog.objects.filter(pk=query_log.pk).update(upload="")
-    query_log.refresh_from_db()
+        shown = str(error).replace(str(source), query_log.name) if job.files else str(error)
+        raise JobInputError(shown) from error
     return query_log
-
-
-def _set(query_log: QueryLog, **fields: Any) -> None:
-    QueryLog.objects.filter(pk=query_log.pk).update(**fields)
-
-
-def _progress(query_log: QueryLog) -> Callable[[float, str], None]:
-    last = 0.0
-
-    def report(fraction: float, message: str) -> None:
-        nonlocal last
-        now = time.monotonic()
-        if now - last >= PROGRESS_EVERY or fraction >= 1.0:
-            last = now
-            _set(query_log, progress=min(max(fraction, 0.0), 1.0), message=message[:500])
-
-    return report
 
 
 @transaction.atomic
@@ -230,14 +250,7 @@ def _store(
     summary = strata_summary(strata)
     if query_log.definition and StrataDefinition.from_dict(query_log.definition) != definition:
         summary["warnings"].insert(0, DEFINITION_KEPT)
-    _set(
-        query_log,
-        status=LogStatus.DONE,
-        progress=1.0,
-        message=f"{len(stats)} distinct queries",
-        report=report,
-        strata=summary,
-    )
+    QueryLog.objects.filter(pk=query_log.pk).update(report=report, strata=summary)
 
 
 def strata_summary(strata: Strata) -> dict[str, Any]:

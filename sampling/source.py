@@ -122,6 +122,8 @@ class ColumnMap:
     @classmethod
     def parse(cls, text: str) -> ColumnMap:
         """Parse ``query=q,session_id=sid`` (field=column, comma separated)."""
+        if "\x00" in text:
+            raise LogError("the column mapping holds a NUL character, which no column name has")
         names: dict[str, str] = {}
         for item in filter(None, (part.strip() for part in text.split(","))):
             name, sep, column = item.partition("=")

@@ -1,13 +1,16 @@
-"""Celery tasks of sampling: thin wrappers that take ids and call one service."""
+"""Job handlers of sampling (run by `jobs.tasks.job_run`): thin wrappers over one service."""
 
 from __future__ import annotations
 
-from celery import shared_task
+from typing import Any
 
-from .services import log_ingest
+from jobs.models import Job
+from jobs.run import Progress
+
+from .services import log_ingest_run
 
 
-@shared_task(acks_late=True)
-def log_ingest_task(log_id: int) -> str:
-    """Ingest an uploaded log; idempotent (a log already done is left alone)."""
-    return str(log_ingest(log_id=log_id).status)
+def log_ingest_job(job: Job, progress: Progress) -> dict[str, Any]:
+    """Ingest an uploaded log; a restarted attempt starts over (see `log_ingest_run`)."""
+    query_log = log_ingest_run(job=job, progress=progress)
+    return {"log_id": query_log.pk, "summary": f"{query_log.stats.count()} distinct queries"}

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import random
-from functools import partial
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import filesizeformat
@@ -16,6 +14,8 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from annotation.access import Access, project_for_lead
+from jobs.errors import QueueUnavailable
+from jobs.services import job_enqueue
 
 from .charts import rank_frequency_svg
 from .core import (
@@ -27,7 +27,7 @@ from .core import (
     parse_quotas,
     parse_seed,
 )
-from .models import LogStatus, QueryLog, QuerySample
+from .models import QueryLog, QuerySample
 from .options import DEFINITION_OPTIONS, describe_definition, requested_definition
 from .services import (
     SamplingError,
@@ -38,7 +38,6 @@ from .services import (
     sample_draw,
     stored_scheme,
 )
-from .tasks import log_ingest_task
 
 _DEFINITION_KEPT = (
     "This project's strata definition was fixed by its first log: the cut points, failure "
@@ -81,14 +80,18 @@ def log_list(request: HttpRequest, slug: str) -> HttpResponse:
         except (SamplingError, DefinitionError) as error:
             messages.error(request, str(error))
             return redirect("log_list", slug=slug)
+        try:
+            job_enqueue(query_log.job)  # committed by now: views run in autocommit
+        except QueueUnavailable as error:
+            messages.error(request, str(error))
+            return redirect("log_list", slug=slug)
         if definition_ignored(access.project, requested) is not None:
             messages.warning(request, _DEFINITION_KEPT)
-        transaction.on_commit(partial(log_ingest_task.delay, query_log.pk))
         return redirect("log_detail", slug=slug, log_id=query_log.pk)
     stored = stored_scheme(access.project)
     context = {
         "project": access.project,
-        "logs": access.project.logs.all(),
+        "logs": access.project.logs.select_related("job"),
         "definition": stored or StrataDefinition(),
         "fixed": stored is not None,
         "described": describe_definition(stored or StrataDefinition()),
@@ -126,8 +129,7 @@ def _log_context(access: Access, query_log: QueryLog) -> dict[str, object]:
         "described": describe_definition(StrataDefinition.from_dict(used)) if used else "",
         "project": access.project,
         "log": query_log,
-        "running": query_log.status in (LogStatus.QUEUED, LogStatus.RUNNING),
-        "percent": round(query_log.progress * 100),
+        "job": query_log.job,
         "strata": strata,
         # Safe: the chart is built from numbers and fixed labels only (annotation/charts.py).
         "chart": mark_safe(chart),
@@ -141,7 +143,8 @@ def _log_context(access: Access, query_log: QueryLog) -> dict[str, object]:
 @login_required
 def log_detail(request: HttpRequest, slug: str, log_id: int) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
-    query_log = get_object_or_404(QueryLog, pk=log_id, project=access.project)
+    logs = QueryLog.objects.select_related("job", "project")
+    query_log = get_object_or_404(logs, pk=log_id, project=access.project)
     template = "sampling/log_detail.html"
     if request.htmx:  # type: ignore[attr-defined]
         template += "#status"  # the progress partial, polled while the worker runs

@@ -139,8 +139,8 @@ def container_env(**variables: str) -> dict[str, str]:
 # --- compose.yaml ------------------------------------------------------------------------------
 
 
-def test_it_declares_the_four_services_and_no_version_key() -> None:
-    assert set(services()) == {"postgres", "redis", "web", "worker"}
+def test_it_declares_the_five_services_and_no_version_key() -> None:
+    assert set(services()) == {"postgres", "redis", "web", "worker", "beat"}
     assert "version" not in compose()
 
 
@@ -175,6 +175,15 @@ def test_it_builds_web_and_worker_from_the_repository_dockerfile() -> None:
 
 def test_it_does_not_probe_a_web_server_in_the_worker() -> None:
     assert services()["worker"]["healthcheck"] == {"disable": True}
+
+
+def test_it_runs_one_beat_for_the_job_reaper_with_the_workers_environment() -> None:
+    beat = services()["beat"]
+    assert beat["command"] == ["beat"] and beat["healthcheck"] == {"disable": True}
+    assert "replicas" not in beat.get("deploy", {})
+    env = {"SECRET_KEY": DUMMY_KEY}
+    assert service_env("beat", env) == service_env("worker", env)
+    assert "beat)" in (DOCKER / "entrypoint.sh").read_text()
 
 
 def test_it_gives_web_and_worker_the_same_app_environment() -> None:
@@ -567,7 +576,7 @@ def test_the_worker_command_finds_the_celery_app_configured_by_the_settings() ->
     app = json.loads(result.stdout.splitlines()[-1])
 
     assert (app["main"], app["broker"], app["eager"]) == ("assay", "redis://redis:6379/0", False)
-    assert {"sampling.tasks.log_ingest_task", "judging.tasks.pool_open_task"} <= set(app["tasks"])
+    assert {"jobs.tasks.job_run", "jobs.tasks.jobs_reap"} <= set(app["tasks"])
 
 
 def test_the_healthcheck_probes_the_apps_health_view() -> None:

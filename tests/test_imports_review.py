@@ -13,7 +13,11 @@ from django.core.management.base import CommandError
 from annotation.models import Document, Project, Query
 from annotation.services import project_create
 from formats.trec import FormatError, read_run
+from jobs.models import Job, JobState
+from jobs.run import job_run_inline
+from jobs.services import job_retry
 from judging.models import WorkUnit
+from judging.services import pool_build_create
 from pooling.models import Pool, PoolItem, Run, RunResult
 from tests.conftest import World
 
@@ -37,6 +41,15 @@ def doc(docid: str, text: str = "some text", **more: str) -> str:
 def snapshot() -> tuple[int, ...]:
     models = (Document, Query, Run, RunResult, Pool, PoolItem, WorkUnit)
     return tuple(model.objects.count() for model in models)
+
+
+def build_pool(project_id: int, run_ids: list[int], depth: int, seed: int) -> Job:
+    """Run a pool-build job here, as a worker would; returns it ended."""
+    project = Project.objects.get(pk=project_id)
+    job = pool_build_create(project=project, run_ids=run_ids, depth=depth, seed=seed)
+    job_run_inline(job.pk)
+    job.refresh_from_db()
+    return job
 
 
 def refused(*args: str) -> str:
@@ -124,13 +137,12 @@ def test_it_refuses_a_pool_with_no_pair_to_judge(project, tmp_path: Path) -> Non
 
 
 def test_the_pool_task_builds_nothing_when_nothing_is_to_judge(project, tmp_path: Path) -> None:
-    from judging.tasks import pool_open_task
-
     call_command("import_corpus", "docs", str(write(tmp_path / "c.tsv", ["a\ttext"])))
     call_command("import_queries", "docs", str(write(tmp_path / "q.tsv", ["q1\tone"])))
     call_command("import_runs", "docs", str(write(tmp_path / "r.run", ["Q1 Q0 a 1 1.0 s"])))
     before = snapshot()
-    assert pool_open_task(project.pk, [Run.objects.get().pk], 10, 1) is None
+    job = build_pool(project.pk, [Run.objects.get().pk], 10, 1)
+    assert job.state == JobState.FAILED and not job.retryable and job.error
     assert snapshot() == before
 
 
@@ -215,7 +227,6 @@ def test_a_pool_task_failing_midway_keeps_nothing_and_its_retry_builds_one_pool(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import judging.services
-    from judging.tasks import pool_open_task
 
     runs = [run.pk for run in world.project.runs.all()]
     before = snapshot()
@@ -224,12 +235,18 @@ def test_a_pool_task_failing_midway_keeps_nothing_and_its_retry_builds_one_pool(
         raise ConnectionError("the database went away after the pool items")
 
     monkeypatch.setattr(judging.services, "work_units_create", crash)
-    with pytest.raises(ConnectionError):
-        pool_open_task(world.project.pk, runs, 2, 11)
+    job = build_pool(world.project.pk, runs, 2, 11)  # transient: retried, then failed
+    assert (job.state, job.retryable, job.attempts) == (JobState.FAILED, True, job.max_attempts)
     assert snapshot() == before
     monkeypatch.undo()
-    first = pool_open_task(world.project.pk, runs, 2, 11)
-    assert pool_open_task(world.project.pk, runs[::-1], 2, 11) == first
+    job_retry(job=job)  # eager: runs here
+    job.refresh_from_db()
+    assert job.result is not None
+    first = job.result["pool_id"]
+    assert build_pool(world.project.pk, runs[::-1], 2, 11).result == {
+        "pool_id": first,
+        "summary": "pool of depth 2 built",
+    }
     after = snapshot()
     assert after[4] == before[4] + 1  # one pool more, with its items and work units once
     assert after[5] - before[5] == PoolItem.objects.filter(pool_id=first).count()
@@ -265,12 +282,12 @@ def test_it_imports_trec_dl_2019_and_refuses_a_second_import_of_the_run(
 def test_the_pool_task_refuses_runs_of_another_project(world: World) -> None:
     from annotation.services import project_create
     from formats.trec import RunRow
-    from judging.tasks import pool_open_task
     from pooling.services import run_create
 
     other = project_create(slug="other", name="Other")
     foreign = run_create(project=other, name="x", ranked={"q": [RunRow("q", "d", 1, 1.0, "x")]})
     runs = [run.pk for run in world.project.runs.all()]
     before = snapshot()
-    assert pool_open_task(world.project.pk, [*runs, foreign.pk], 2, 11) is None
+    job = build_pool(world.project.pk, [*runs, foreign.pk], 2, 11)
+    assert job.state == JobState.FAILED and "not this project's" in job.error
     assert snapshot() == before

@@ -14,7 +14,7 @@ from django.urls import reverse
 from sampling import services
 from sampling.core import FailureRule, StrataDefinition
 from sampling.models import LogQueryStat, LogStatus, QueryLog, SamplingScheme
-from sampling.services import DEFINITION_KEPT, log_ingest
+from sampling.services import DEFINITION_KEPT, log_ingest, log_queue
 from tests.conftest import World
 from tests.test_sampling_web import make_log
 
@@ -119,9 +119,7 @@ def test_it_fails_a_first_log_whose_definition_another_log_fixed_meanwhile(
     media.mkdir(parents=True)
     path = media / "log.csv"
     path.write_bytes(make_log())
-    query_log = QueryLog.objects.create(
-        project=world.project, name="log.csv", upload=str(path), definition=None
-    )
+    query_log = log_queue(project=world.project, name="log.csv", path=path, owned=True)
     done = log_ingest(log_id=query_log.pk)
     assert done.status == LogStatus.FAILED and "read this log again" in done.error
     assert not LogQueryStat.objects.exists() and scheme(world) == FIRST

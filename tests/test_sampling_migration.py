@@ -13,6 +13,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from annotation.models import Query
 from sampling.models import LogQueryStat, LogStatus, QueryLog, QuerySample, SampledQuery
+from sampling.services import log_queue
 
 BEFORE = [("annotation", "0006_query_log_definition")]
 
@@ -64,5 +65,5 @@ def test_a_log_its_statistics_and_a_sample_made_before_the_move_are_found_after(
     assert Query.objects.get(pk=query.pk).sampled.sample == drawn
     # the tables are sampling's now, and new rows go on numbering after the old ones
     assert QueryLog._meta.db_table == "sampling_querylog"
-    later = QueryLog.objects.create(project=moved.project, name="later.csv")
+    later = log_queue(project=moved.project, name="later.csv", path="later.csv", owned=False)
     assert later.pk > log.pk

@@ -188,7 +188,7 @@ def test_it_imports_a_log_and_samples_from_the_command_line(
     with pytest.raises(CommandError, match="No statistics or queries were added") as raised:
         call_command("import_log", world.project.slug, str(bad))
     assert str(raised.value).count(str(bad)) == 1  # the file is named once
-    failed = QueryLog.objects.get(status=LogStatus.FAILED)  # kept for the log history
+    failed = QueryLog.objects.get(job__state=LogStatus.FAILED)  # kept for the log history
     assert f"the failed attempt is listed among the project's logs (#{failed.pk})" in str(
         raised.value
     )

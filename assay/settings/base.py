@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "annotation",
+    "jobs",
     "sampling",
     "pooling",
     "judging",
@@ -162,15 +163,46 @@ SECURE_REFERRER_POLICY = "same-origin"
 if env_bool("BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# Background jobs (jobs/models.py; docs/deployment.md "Failure modes"). A running job's worker
+# refreshes its heartbeat every JOB_HEARTBEAT_INTERVAL seconds; the reaper (Celery beat, every
+# JOB_REAP_INTERVAL seconds) queues again a job silent for JOB_HEARTBEAT_TIMEOUT, or fails it
+# once JOB_MAX_ATTEMPTS are used up, and publishes again a job queued for JOB_QUEUED_TIMEOUT.
+JOB_TIME_LIMIT = env_int("JOB_TIME_LIMIT", 6 * 3600, minimum=10)
+JOB_HEARTBEAT_INTERVAL = env_int("JOB_HEARTBEAT_INTERVAL", 10, minimum=1)
+JOB_HEARTBEAT_TIMEOUT = env_int("JOB_HEARTBEAT_TIMEOUT", 60, minimum=2)
+JOB_QUEUED_TIMEOUT = env_int("JOB_QUEUED_TIMEOUT", 900, minimum=1)
+JOB_REAP_INTERVAL = env_int("JOB_REAP_INTERVAL", 30, minimum=1)
+JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
+JOB_RETRY_BACKOFF = env_int("JOB_RETRY_BACKOFF", 5, minimum=0)  # seconds, doubled per attempt
+if JOB_HEARTBEAT_TIMEOUT < 2 * JOB_HEARTBEAT_INTERVAL:
+    raise ImproperlyConfigured(
+        "JOB_HEARTBEAT_TIMEOUT must be at least twice JOB_HEARTBEAT_INTERVAL, or live jobs "
+        "would be taken for dead"
+    )
+
 # Celery: without a broker every task runs eagerly, in-process, so the app works with no set-up.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or None
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_TASK_ACKS_LATE = True  # a task killed mid-way is redelivered; tasks are idempotent
+# Acknowledged only once done, and given back when the worker process dies, so a killed job
+# is delivered again; a message unacknowledged for longer than the longest job is delivered
+# again too, so the visibility timeout is the job time limit with a margin (a shorter one would
+# hand a live job to a second worker; the claim makes that a no-op, but it wastes a worker).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# max_retries 0: a publisher (a web request) fails at once on an unreachable broker instead of
+# retrying for seconds; the worker's own connection keeps its retry loop.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": JOB_TIME_LIMIT + 300, "max_retries": 0}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A web request that publishes a job fails fast when the broker is down (no retry loop): the
+# job is withdrawn and the page says so.
+CELERY_BROKER_CONNECTION_TIMEOUT = env_int("CELERY_BROKER_CONNECTION_TIMEOUT", 3, minimum=1)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
+CELERY_BEAT_SCHEDULE = {
+    "reap-jobs": {"task": "jobs.tasks.jobs_reap", "schedule": float(JOB_REAP_INTERVAL)},
+}
 
 # The LLM judge (unused until it lands): any OpenAI-compatible endpoint.
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL") or None

@@ -19,6 +19,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
 ALLOWED_HOSTS = ["*"]
 CELERY_TASK_ALWAYS_EAGER = True
+JOB_RETRY_BACKOFF = 0  # a transient failure is retried at once in tests
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 

@@ -38,10 +38,10 @@ def test_it_ingests_an_uploaded_log_on_a_real_worker(world: World, worker: None)
     query_log = QueryLog.objects.get(project=world.project)
 
     def done() -> bool:
-        query_log.refresh_from_db()
+        query_log.job.refresh_from_db()
         return query_log.status in (LogStatus.DONE, LogStatus.FAILED)
 
     wait_for(done)
     assert query_log.status == LogStatus.DONE, query_log.error
     assert query_log.stats.filter(query="pricing", frequency=6).exists()
-    assert query_log.upload == ""  # the raw file is gone
+    assert query_log.job.files == []  # the raw file is gone

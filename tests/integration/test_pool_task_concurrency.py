@@ -9,7 +9,7 @@ from django.db import connection
 
 from annotation.services import project_create
 from formats.trec import RunRow
-from judging.tasks import pool_open_task
+from judging.services import pool_open_once
 from pooling.models import Pool
 from pooling.services import run_create
 
@@ -32,7 +32,9 @@ def test_a_redelivered_pool_task_waits_for_the_first_and_reuses_its_pool() -> No
     def deliver() -> None:
         try:
             start.wait()
-            results.append(pool_open_task(project.pk, [run.pk], 10, 3))
+            results.append(
+                pool_open_once(project_id=project.pk, run_ids=[run.pk], depth=10, seed=3).pk
+            )
         except BaseException as error:  # reported below
             errors.append(error)
         finally:

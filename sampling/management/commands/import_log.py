@@ -20,6 +20,7 @@ from sampling.services import (
     accepted_message,
     definition_ignored,
     log_ingest,
+    log_queue,
     sample_accept,
     sample_draw,
 )
@@ -80,15 +81,16 @@ class Command(BaseCommand):
                 "note: the project's first log fixed its strata definition; the options given "
                 f"are not used. The log is read with: {describe_definition(stored)}."
             )
-        query_log = QueryLog.objects.create(
+        query_log = log_queue(
             project=project,
             name=path.name,
+            path=path,
+            owned=False,  # the user's file: never deleted
             columns=options["column"],
-            definition=requested.to_dict() if requested else None,
+            definition=requested,
+            statistics=options["statistics"] or None,
         )
-        query_log = log_ingest(
-            log_id=query_log.pk, path=path, statistics=options["statistics"] or None
-        )
+        query_log = log_ingest(log_id=query_log.pk)
         if query_log.status != LogStatus.DONE:
             # The error names the file already. The failed attempt stays in the project's
             # log history (as a failed upload does), holding no statistics.
