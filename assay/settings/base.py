@@ -191,7 +191,10 @@ else:
     AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
 # Behind a TLS proxy, plain HTTP is redirected to HTTPS and browsers are told to stay on HTTPS
 # (HSTS; sent on HTTPS answers only). The health probe answers before either (assay/health.py).
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", BEHIND_TLS_PROXY)
+# Empty or unset: follow BEHIND_TLS_PROXY (compose passes an empty value by default).
+SECURE_SSL_REDIRECT = (
+    env_bool("SECURE_SSL_REDIRECT", False) if env_str("SECURE_SSL_REDIRECT") else BEHIND_TLS_PROXY
+)
 SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 365 * 24 * 3600 if BEHIND_TLS_PROXY else 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_HSTS_PRELOAD = False
