@@ -255,5 +255,6 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": _log_level},
     # Libraries that narrate their progress at INFO/DEBUG would drown the app's own messages.
-    "loggers": {"bm25s": {"level": "WARNING"}},
+    # Axes narrates every successful sign-in at INFO; its failures and lockouts are WARNINGs.
+    "loggers": {"bm25s": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
