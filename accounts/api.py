@@ -7,7 +7,8 @@ from typing import Any
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -18,7 +19,7 @@ from .models import ApiToken
 from .services import token_create, token_revoke, tokens_visible_to
 
 
-class ErrorOut(serializers.Serializer):
+class DetailOut(serializers.Serializer):
     detail = serializers.CharField()
 
 
@@ -55,7 +56,15 @@ class TokenCreateView(APIView):
 
     @extend_schema(
         request=TokenIn,
-        responses={200: TokenCreatedOut, 400: ErrorOut, 429: ErrorOut},
+        responses={
+            200: TokenCreatedOut,
+            400: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="wrong credentials (`detail`), or a field missing or too long "
+                "(the field's name with its errors)",
+            ),
+            429: OpenApiResponse(DetailOut, description="too many failed sign-ins; Retry-After"),
+        },
         summary="Make a new API token with your username and password",
         description="Send the key as `Authorization: Token <key>`. Each call makes a new token; "
         "list and revoke them at /api/tokens/. Failed sign-ins are throttled (429).",
@@ -86,7 +95,7 @@ class TokenListView(APIView):
 
 class TokenDetailView(APIView):
     @extend_schema(
-        responses={204: None, 404: ErrorOut},
+        responses={204: None, 404: DetailOut},
         summary="Revoke an API token (it stops working at once)",
     )
     def delete(self, request: Request, pk: int) -> Response:
