@@ -128,7 +128,10 @@ AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_HANDLER = "assay.throttle.AccountResetHandler"
 AXES_LOCKOUT_CALLABLE = "assay.throttle.lockout_response"
-AXES_ENABLE_ADMIN = True
+AXES_ENABLE_ADMIN = True  # the admin lists current failures and lockouts
+# Failures are kept until their cool-off ends; successful sign-ins are not logged (a table that
+# would only grow, with addresses and browsers in it).
+AXES_DISABLE_ACCESS_LOG = True
 AXES_VERBOSE = False
 
 AUTH_PASSWORD_VALIDATORS = [
