@@ -202,7 +202,7 @@ SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 365 * 24 * 3600 if BEHIND_TLS_PROX
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_HSTS_PRELOAD = False
 # Scripts, styles and requests from this site only; no inline script or style anywhere (the
-# templates load static files; htmx's own inline styles are turned off in base.html).
+# templates load static files; static/js/htmx-config.js turns off htmx's own inline styles).
 SECURE_CSP = {
     "default-src": [CSP.SELF],
     "script-src": [CSP.SELF],
