@@ -6,9 +6,10 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.permissions import IsAuthenticated
 
+from accounts import api as accounts_api
+from accounts import views as accounts_views
 from annotation import views as annotation_views
 from annotation import views_protocol as protocol_views
 from assay.health import healthz
@@ -25,6 +26,23 @@ urlpatterns = [
     path("", annotation_views.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/", accounts_views.account, name="account"),
+    path("accounts/tokens/", accounts_views.token_new, name="token_new"),
+    path(
+        "accounts/tokens/<int:pk>/revoke/",
+        accounts_views.token_revoke_view,
+        name="token_revoke",
+    ),
+    path(
+        "accounts/password/",
+        auth_views.PasswordChangeView.as_view(),
+        name="password_change",
+    ),
+    path(
+        "accounts/password/done/",
+        auth_views.PasswordChangeDoneView.as_view(),
+        name="password_change_done",
+    ),
     path("p/<slug:slug>/", views_project.project_detail, name="project_detail"),
     path("p/<slug:slug>/judge/", judging_views.judge, name="judge"),
     path("p/<slug:slug>/judge/<int:item_id>/", judging_views.judge_submit, name="judge_submit"),
@@ -93,7 +111,9 @@ urlpatterns = [
         SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]),
         name="api_schema",
     ),
-    path("api/token/", obtain_auth_token, name="api_token"),
+    path("api/token/", accounts_api.TokenCreateView.as_view(), name="api_token"),
+    path("api/tokens/", accounts_api.TokenListView.as_view(), name="api_tokens"),
+    path("api/tokens/<int:pk>/", accounts_api.TokenDetailView.as_view(), name="api_token_detail"),
     path("api/projects/<slug:slug>/queue/", judging_api.QueueView.as_view(), name="api_queue"),
     path("api/projects/<slug:slug>/next/", judging_api.NextView.as_view(), name="api_next"),
     path(

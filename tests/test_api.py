@@ -7,9 +7,9 @@ from functools import partial
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
 from judging import services
 from judging.models import Claim, ClaimState, Judgment
 from judging.services_claims import claim_release
@@ -172,7 +172,7 @@ def test_it_applies_the_page_access_rules(world: World) -> None:
     bad = APIClient()
     bad.credentials(HTTP_AUTHORIZATION="Token not-a-token")
     assert bad.get(reverse("api_next", args=[slug])).status_code in (401, 403)
-    assert Token.objects.filter(user__username="olaf").exists()
+    assert ApiToken.objects.filter(user__username="olaf").exists()
 
 
 def test_it_acknowledges_a_protocol_version(world: World) -> None:

@@ -289,11 +289,13 @@ def test_composes_defaults_are_the_settings_own() -> None:
         *("DATABASES", "SESSION_ENGINE", "SESSION_COOKIE_AGE", "LOG_UPLOAD_MAX_BYTES"),
         *("CELERY_RESULT_BACKEND", "OPENAI_BASE_URL", "OPENAI_API_KEY", "CSRF_TRUSTED_ORIGINS"),
         *("SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_PROXY_SSL_HEADER", "LOGGING"),
+        *("SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "AXES_FAILURE_LIMIT"),
+        *("AXES_IPWARE_META_PRECEDENCE_ORDER",),
     )
     with_compose = container_env()
     without = {name: value for name, value in with_compose.items() if name not in passed_on}
 
-    assert passed_on >= {"CONN_MAX_AGE", "DB_PREPARED_STATEMENTS", "SESSION_STORE"}
+    assert passed_on >= {"CONN_MAX_AGE", "DB_PREPARED_STATEMENTS", "LOGIN_FAILURE_LIMIT"}
     assert settings_in_subprocess(with_compose, *names) == settings_in_subprocess(without, *names)
 
 
@@ -309,6 +311,7 @@ def test_it_loads_the_settings_with_the_containers_environment() -> None:
         env,
         *("DATABASES", "CELERY_BROKER_URL", "CELERY_TASK_ALWAYS_EAGER", "DEBUG", "ALLOWED_HOSTS"),
         *("STATIC_ROOT", "SESSION_COOKIE_SECURE", "SECURE_PROXY_SSL_HEADER", "SECRET_KEY"),
+        *("SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS"),
     )
 
     database = settings["DATABASES"]["default"]
@@ -325,6 +328,7 @@ def test_it_loads_the_settings_with_the_containers_environment() -> None:
     assert settings["STATIC_ROOT"] == "/app/staticfiles"
     assert settings["SESSION_COOKIE_SECURE"] is False
     assert settings["SECURE_PROXY_SSL_HEADER"] is None
+    assert settings["SECURE_SSL_REDIRECT"] is False and settings["SECURE_HSTS_SECONDS"] == 0
     assert settings["SECRET_KEY"] == DUMMY_KEY
 
 
@@ -339,9 +343,15 @@ def test_it_loads_the_settings_behind_a_tls_proxy() -> None:
     settings = settings_in_subprocess(
         env,
         *("ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "SECURE_PROXY_SSL_HEADER"),
-        *("SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE"),
+        *("SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_SSL_REDIRECT"),
+        *("SECURE_HSTS_SECONDS", "AXES_IPWARE_META_PRECEDENCE_ORDER", "AXES_IPWARE_PROXY_ORDER"),
     )
 
+    assert settings["SECURE_SSL_REDIRECT"] is True
+    assert settings["SECURE_HSTS_SECONDS"] == 365 * 24 * 3600
+    # The sign-in throttle counts the client's address, the one the proxy appended, not its own.
+    assert settings["AXES_IPWARE_META_PRECEDENCE_ORDER"][0] == "HTTP_X_FORWARDED_FOR"
+    assert settings["AXES_IPWARE_PROXY_ORDER"] == "right-most"
     assert settings["ALLOWED_HOSTS"] == ["assay.example.org"]
     assert settings["CSRF_TRUSTED_ORIGINS"] == ["https://assay.example.org"]
     assert settings["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]

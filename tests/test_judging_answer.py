@@ -55,14 +55,15 @@ def test_it_stores_an_ordinary_grade_and_shows_the_next_item(world: World) -> No
     assert without_keys(panel_of(partial)) == without_keys(panel_of(judge_page(client, slug)))
 
 
-# An ordinary answer from the judging page: the signed-in user, the project with the person's
+# An ordinary answer from the judging page: the session (server-side, so that logging out ends
+# it) and the signed-in user, the project with the person's
 # role in it, the current pool, the current protocol with whether it must be acknowledged
 # first, the person's active claim, its items with their answers and the queries they finished
 # (one read), the new judgment, and the next item with its query and document.
 # Keeping the claim alive adds one write a minute; closing it, the claim of the next query.
-STATEMENTS_PER_ANSWER = 8
+STATEMENTS_PER_ANSWER = 9
 # The API's answer renders no next item.
-STATEMENTS_PER_API_ANSWER = 7
+STATEMENTS_PER_API_ANSWER = 8
 
 
 def statements(queries: CaptureQueriesContext) -> list[str]:

@@ -7,9 +7,11 @@ state lives in the database and the broker.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from .env import env_bool, env_int, env_list, env_str, parse_database_url
 
@@ -35,9 +37,10 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "django_htmx",
+    "axes",
+    "accounts",
     "annotation",
     "jobs",
     "sampling",
@@ -51,7 +54,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "assay.health.health_middleware",  # first: the probe needs no host check or HTTPS redirect
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files leave here, cacheable
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "assay.headers.no_store_middleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -59,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a sign-in it refused into the lockout answer
 ]
 
 ROOT_URLCONF = "assay.urls"
@@ -98,20 +104,36 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Every request reads the session and its user: a signed cookie and Django's own read of the user
-# row, rather than two queries. A signed cookie cannot be revoked on the server: logging out
-# forgets it in the browser, and changing the password invalidates every copy (the session holds
-# a hash of it). SESSION_STORE=db keeps sessions in the database instead.
-_SESSION_STORES = {
-    "signed_cookies": "django.contrib.sessions.backends.signed_cookies",
-    "db": "django.contrib.sessions.backends.db",
-}
-_session_store = env_str("SESSION_STORE", "signed_cookies")
-if _session_store not in _SESSION_STORES:
-    raise ImproperlyConfigured(f"SESSION_STORE={_session_store!r}: use signed_cookies or db")
-SESSION_ENGINE = _SESSION_STORES[_session_store]
+# --- Sessions and sign-in throttling ------------------------------------------------------------
+# Sessions live in the database, so that logging out ends a session on the server (a copied
+# cookie stops working) and a password change ends every other session of the user (each session
+# stores a hash of the password, checked on every request). Not the cache store: the cache may
+# evict sessions under memory pressure, and it would be one more service the sign-in depends on.
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
 SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 7 * 24 * 3600, minimum=60)
-AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
+# Axes first: it refuses a locked-out account or address before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Failed sign-ins (the login form, /api/token/, the admin) are counted per account and, apart,
+# per address; either count reaching the limit refuses that account or address, with a 429, for
+# LOGIN_COOLOFF_MINUTES after the last failure. A successful sign-in clears the account's count
+# only (assay/throttle.py says why).
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+# A lockout lasts the cool-off from the failure that caused it, so that its end is predictable
+# for the person locked out; attempts during it are refused without being counted.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_HANDLER = "assay.throttle.AccountResetHandler"
+AXES_LOCKOUT_CALLABLE = "assay.throttle.lockout_response"
+AXES_ENABLE_ADMIN = True  # the admin lists current failures and lockouts
+# Failures are kept until their cool-off ends; successful sign-ins are not logged (a table that
+# would only grow, with addresses and browsers in it).
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -153,6 +175,7 @@ LOG_UPLOAD_MAX_BYTES = env_int("LOG_UPLOAD_MAX_BYTES", 20 * 1024**3, minimum=1)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
+# --- Transport and response headers -------------------------------------------------------------
 SECURE_COOKIES = env_bool("SECURE_COOKIES", False)
 SESSION_COOKIE_SECURE = SECURE_COOKIES
 CSRF_COOKIE_SECURE = SECURE_COOKIES
@@ -160,8 +183,38 @@ SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
-if env_bool("BEHIND_TLS_PROXY", False):
+BEHIND_TLS_PROXY = env_bool("BEHIND_TLS_PROXY", False)
+if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # The client's address for the sign-in throttle: the right-most X-Forwarded-For entry, the
+    # one the proxy appended (what a client wrote in the header itself is further left and never
+    # used). A chain of proxies must have the last one set the header to the client's address.
+    AXES_IPWARE_META_PRECEDENCE_ORDER: tuple[str, ...] = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+    AXES_IPWARE_PROXY_ORDER = "right-most"
+else:
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
+# Behind a TLS proxy, plain HTTP is redirected to HTTPS and browsers are told to stay on HTTPS
+# (HSTS; sent on HTTPS answers only). The health probe answers before either (assay/health.py).
+# Empty or unset: follow BEHIND_TLS_PROXY (compose passes an empty value by default).
+SECURE_SSL_REDIRECT = (
+    env_bool("SECURE_SSL_REDIRECT", False) if env_str("SECURE_SSL_REDIRECT") else BEHIND_TLS_PROXY
+)
+SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 365 * 24 * 3600 if BEHIND_TLS_PROXY else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = False
+# Scripts, styles and requests from this site only; no inline script or style anywhere (the
+# templates load static files; static/js/htmx-config.js turns off htmx's own inline styles).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],  # data: for the empty favicon
+    "connect-src": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "object-src": [CSP.NONE],
+}
 
 # Background jobs (jobs/models.py; docs/deployment.md "Failure modes"). A running job's worker
 # refreshes its heartbeat every JOB_HEARTBEAT_INTERVAL seconds; the reaper (Celery beat, every
@@ -211,7 +264,7 @@ OPENAI_API_KEY = env_str("OPENAI_API_KEY") or None
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "accounts.authentication.ApiTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -237,5 +290,6 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": _log_level},
     # Libraries that narrate their progress at INFO/DEBUG would drown the app's own messages.
-    "loggers": {"bm25s": {"level": "WARNING"}},
+    # Axes narrates every successful sign-in at INFO; its failures and lockouts are WARNINGs.
+    "loggers": {"bm25s": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
