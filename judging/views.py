@@ -21,7 +21,7 @@ from annotation.services_protocol import protocol_ack
 from pooling.models import Pool
 
 from .access import pool_or_404
-from .highlight import highlight, query_terms
+from .highlight import shown_document
 from .models import Grade
 from .services import (
     Answer,
@@ -64,12 +64,13 @@ def grade_labels(protocol: ProtocolVersion | None) -> list[tuple[int, str]]:
     ]
 
 
-def _document(item: ShownItem) -> dict[str, str]:
-    terms = query_terms(item.query_text)
-    # Safe: highlight() escapes every character of the untrusted text itself.
+def _document(item: ShownItem) -> dict[str, Any]:
+    shown = shown_document(item.query_text, item.title, item.text)
+    # Safe: shown_document() escapes every character of the untrusted text itself.
     return {
-        "doc_title": mark_safe(highlight(item.title, terms)),
-        "doc_text": mark_safe(highlight(item.text, terms)),
+        "doc_title": mark_safe(shown.title),
+        "doc_text": mark_safe(shown.text),
+        "doc_cut": (shown.text_shown, shown.text_length) if shown.truncated else None,
     }
 
 

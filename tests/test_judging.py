@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from formats.trec import RunRow
+from judging.highlight import MAX_TERMS
 from judging.models import Claim, ClaimState, Judgment, Kind, WorkUnit
 from judging.services import pool_open
 from pooling.models import Pool, PoolItem
@@ -171,6 +172,24 @@ def test_it_escapes_and_highlights_the_document(world: World) -> None:
         in html
     )
     assert "<mark>question</mark>" in html  # a query term, marked after escaping
+
+
+def test_it_shows_a_huge_document_cut_with_a_notice_and_bounded_marks(world: World) -> None:
+    # A 5,000-word query on a 1 MB document: the page shows the first MAX_TEXT_CHARS
+    # characters with a notice, and marks at most MAX_TERMS distinct terms.
+    client = world.client_for(world.alice)
+    item = shown_item(judge_page(client, world.project.slug))
+    assert item is not None
+    words = [f"w{i:04d}" for i in range(5000)]
+    item.query.text = " ".join(words)
+    item.query.save()
+    item.document.text = " ".join(words * 40)[:1_000_000]
+    item.document.save()
+    html = judge_page(client, world.project.slug)
+    assert "Document truncated: the first 100000 characters are shown of 1000000." in html
+    assert len(html) < 300_000
+    marked = set(re.findall(r"<mark>(\w+)</mark>", html))
+    assert marked == set(words[:MAX_TERMS])
 
 
 def test_it_moves_to_the_next_query_then_says_all_done(world: World) -> None:
