@@ -49,6 +49,7 @@ from .services_claims import (
     claim_active,
     claim_next,
     claim_state_set,
+    claims_lock,
     place_free,
     place_take,
     policy_of,
@@ -471,6 +472,7 @@ def judgment_undo_last(*, pool: Pool, user: User, key: uuid.UUID) -> Submitted:
 @transaction.atomic
 def _undo_last(*, pool: Pool, user: User, key: uuid.UUID) -> Judgment:
     # Raising anywhere below rolls back whatever `_reopen_just_finished` changed.
+    claims_lock(pool=pool, user=user)
     protocol = _protocol_gate(pool.project, user)
     claim = claim_active(pool=pool, user=user)
     target = _last_answered(claim) if claim else None
