@@ -555,12 +555,19 @@ class Screen:
     total_in_query: int = 0
     finished_queries: int = 0
     can_undo: bool = False
+    # Read without claiming (take=False) while the person holds no query with an item left:
+    # the page and the API say "none", and a POST claims one.
+    unclaimed: bool = False
 
 
-def screen_for(*, pool: Pool, user: User, after: Submitted | None = None) -> Screen:
+def screen_for(
+    *, pool: Pool, user: User, after: Submitted | None = None, take: bool = True
+) -> Screen:
     """What to show `user` now: an acknowledgement, their next item, or that nothing is left.
 
     `after`, the answer just stored, saves reading again what its submission already read.
+    With `take` False nothing is written: the item of the query they hold, or `unclaimed`
+    (GET requests never claim; the POST that follows does).
     """
     if after is not None and after.created and after.state is not None:
         protocol, state = after.protocol, after.state
@@ -571,15 +578,17 @@ def screen_for(*, pool: Pool, user: User, after: Submitted | None = None) -> Scr
         if change is not None:
             return Screen(protocol, change=change)
     for _attempt in range(5):  # a finished query hands over to the next one
-        claim = claim_next(pool=pool, user=user)
+        claim = claim_next(pool=pool, user=user) if take else claim_active(pool=pool, user=user)
         if claim is None:
             break
         state = unit_state(claim=claim)
         if state.next_item_id is not None:
             return _item_screen(protocol, state)
+        if not take:
+            break  # closing the finished query and claiming the next are the POST's to do
         _finish(state)
     finished = finished_count(pool_id=pool.pk, user_id=user.pk)
-    return Screen(protocol, finished_queries=finished, can_undo=finished > 0)
+    return Screen(protocol, finished_queries=finished, can_undo=finished > 0, unclaimed=not take)
 
 
 def _item_screen(protocol: ProtocolVersion | None, state: UnitState) -> Screen:

@@ -454,3 +454,26 @@ def test_it_exports_the_first_judges_grade_of_a_double_judged_pair(world: World)
     lines, conflicting = export(world)
     assert lines == [f"{item.query.qid} 0 {item.document.docid} 1"] and conflicting == 1
     assert export(world, annotator="bob")[0] == [f"{item.query.qid} 0 {item.document.docid} 2"]
+
+
+def test_opening_the_page_never_claims_and_its_panel_claims_by_post(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    for method in (client.get, client.head):
+        assert method(reverse("judge", args=[slug])).status_code == 200
+    page = client.get(reverse("judge", args=[slug])).content.decode()
+    assert not Claim.objects.exists()
+    claim_url = reverse("judge_claim", args=[slug])
+    # The panel posts to claim as soon as it loads, and offers a button that does the same.
+    assert f'hx-post="{claim_url}" hx-trigger="load, submit"' in page
+    assert 'id="claim-button"' in page
+    assert client.get(claim_url).status_code == 405
+    claimed = client.post(claim_url, headers={"HX-Request": "true"})
+    assert shown_item(claimed.content.decode()) is not None
+    assert Claim.objects.filter(user=world.alice, state=ClaimState.ACTIVE).count() == 1
+    # Without JavaScript the form posts, claims and comes back to the page, which shows it.
+    bob = world.client_for(world.bob)
+    response = bob.post(claim_url)
+    assert response.status_code == 302 and response["Location"] == reverse("judge", args=[slug])
+    assert shown_item(bob.get(response["Location"]).content.decode()) is not None
+    assert Claim.objects.count() == 2

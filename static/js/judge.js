@@ -130,7 +130,7 @@
     const active = document.activeElement;
     const p = panel();
     if (!p || (active && active !== document.body && !p.contains(active))) return;
-    const target = p.querySelector("#ack-button") || p.querySelector("#doc-text");
+    const target = p.querySelector("#ack-button") || p.querySelector("#claim-button") || p.querySelector("#doc-text");
     if (target) target.focus({ preventScroll: true });
   }
 
