@@ -46,6 +46,7 @@ urlpatterns = [
     path("p/<slug:slug>/", views_project.project_detail, name="project_detail"),
     path("p/<slug:slug>/judge/", judging_views.judge, name="judge"),
     path("p/<slug:slug>/judge/<int:item_id>/", judging_views.judge_submit, name="judge_submit"),
+    path("p/<slug:slug>/judge/claim/", judging_views.judge_claim, name="judge_claim"),
     path("p/<slug:slug>/judge/undo/", judging_views.judge_undo, name="judge_undo"),
     path("p/<slug:slug>/judge/release/", judging_views.judge_release, name="judge_release"),
     path(

@@ -161,7 +161,10 @@ class Annotator:
         form["csrfmiddlewaretoken"] = token.group(1).decode()
         status, _ = self.call("POST", "/accounts/login/", urllib.parse.urlencode(form), FORM)
         assert status == 302 and "sessionid" in self.cookies, f"login failed: {status}"
-        _, self.page = self.call("GET", f"/p/{SLUG}/judge/")
+        _, self.page = self.call("GET", f"/p/{SLUG}/judge/")  # reads only
+        if b'id="claim-form"' in self.page:  # holding no query: claim one, as the page does
+            htmx = {"HX-Request": "true", "X-CSRFToken": self.cookies["csrftoken"]}
+            _, self.page = self.call("POST", f"/p/{SLUG}/judge/claim/", headers=htmx)
         self.conn.close()
 
     # --- the judging loop: what htmx sends when a grade key is pressed ---------------------

@@ -85,7 +85,10 @@ class QueueOut(serializers.Serializer):
 
 
 class NextOut(serializers.Serializer):
-    state = serializers.ChoiceField(choices=["item", "acknowledge", "done"])
+    state = serializers.ChoiceField(
+        choices=["item", "acknowledge", "done", "none"],
+        help_text="none: you hold no query (GET only; POST claims one)",
+    )
     item = ItemOut(allow_null=True)
     idempotency_key = serializers.UUIDField(help_text="send it with your answer to this item")
     done_in_query = serializers.IntegerField()
@@ -187,26 +190,57 @@ class QueueView(APIView):
         return Response(QueueOut(data).data)
 
 
+def _next(screen: Screen) -> dict[str, Any]:
+    if screen.change:
+        state = "acknowledge"
+    elif screen.item:
+        state = "item"
+    else:
+        state = "none" if screen.unclaimed else "done"
+    return {
+        "state": state,
+        "item": _item(screen),
+        "idempotency_key": uuid.uuid4(),
+        "done_in_query": screen.done_in_query,
+        "total_in_query": screen.total_in_query,
+        "finished_queries": screen.finished_queries,
+        "protocol": screen.protocol.number if screen.protocol else None,
+        "protocol_change": _change(screen.change),
+    }
+
+
 class NextView(APIView):
+    """GET (and HEAD) only read; POST claims. A GET that claimed would let a prefetching
+    proxy, a link preview or a crawler with a session take queries nobody then judges."""
+
     @extend_schema(
         responses=NextOut,
-        summary="The next item to judge (claims your next query when the last one is finished)",
+        summary="The item you hold, read only (state `none` when you hold no query)",
+        description=(
+            "Never claims anything: the next item of the query you hold, `acknowledge` when a "
+            "new protocol version must be read first, or `none` when you hold no query with "
+            "an item left. POST to the same URL to claim one."
+        ),
     )
     def get(self, request: Request, slug: str) -> Response:
         access = _access(request, slug)
+        screen = screen_for(pool=pool_or_404(access), user=_user(request), take=False)
+        return Response(NextOut(_next(screen)).data)
+
+    @extend_schema(
+        request=None,
+        responses=NextOut,
+        summary="Claim your next query when needed and return its next item",
+        description=(
+            "Answers as GET does, after claiming: the next item of the query you hold, or of "
+            "a newly claimed query when you hold none or have finished yours; `done` when "
+            "nothing is left for you. Repeating it claims nothing more while you hold a query."
+        ),
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        access = _access(request, slug)
         screen = screen_for(pool=pool_or_404(access), user=_user(request))
-        state = "acknowledge" if screen.change else ("item" if screen.item else "done")
-        data = {
-            "state": state,
-            "item": _item(screen),
-            "idempotency_key": uuid.uuid4(),
-            "done_in_query": screen.done_in_query,
-            "total_in_query": screen.total_in_query,
-            "finished_queries": screen.finished_queries,
-            "protocol": screen.protocol.number if screen.protocol else None,
-            "protocol_change": _change(screen.change),
-        }
-        return Response(NextOut(data).data)
+        return Response(NextOut(_next(screen)).data)
 
 
 class JudgmentCreateView(APIView):

@@ -2,13 +2,18 @@
 
 Blind double-judging needs two choices. Which queries get a second judge: a fixed share of each
 stratum, drawn at random with a seed, so that agreement is measured across every kind of query
-and a rebuild gives the same choice. And which query an annotator takes next: the first open one
-in the pool's order, except that a query already judged once goes preferably to someone who has
-rarely been paired with its first judge, so that pairs rotate.
+and a rebuild gives the same choice. The draw uses its own generator, seeded from the pool's
+seed and the purpose: drawn with the generator that shuffled the display order, the doubles
+were the last fifth of the order, which told an annotator which queries were double-judged.
+
+And which query an annotator takes next: the first open one in the pool's order, except that a
+query already judged once goes preferably to someone who has rarely been paired with its first
+judge, so that pairs rotate.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -22,13 +27,21 @@ def double_count(size: int, share: float) -> int:
     return min(size, math.floor(share * size + 0.5))
 
 
+def derived_seed(seed: int, purpose: str) -> int:
+    """A seed for one purpose, independent of `seed` itself and of every other purpose's: the
+    first 8 bytes of SHA-256 over both (stable across processes and Python versions)."""
+    digest = hashlib.sha256(f"{seed}/{purpose}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
 def choose_double(strata: Mapping[str, Sequence[int]], share: float, seed: int) -> set[int]:
-    """The ids to judge twice: round(share x n) of each stratum's n ids, drawn with `seed`.
+    """The ids to judge twice: round(share x n) of each stratum's n ids, drawn with a seed
+    derived from `seed`, so that the draw owes nothing to the pool's display order.
 
     Strata are visited in sorted order and ids sorted within each, so the draw depends only on
     the seed and the sets of ids, never on the order they were given in.
     """
-    rng = random.Random(seed)
+    rng = random.Random(derived_seed(seed, "double-judged"))
     chosen: set[int] = set()
     for stratum in sorted(strata):
         members = sorted(strata[stratum])

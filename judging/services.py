@@ -51,6 +51,7 @@ from .services_claims import (
     claim_active,
     claim_next,
     claim_state_set,
+    claims_lock,
     place_free,
     place_take,
     policy_of,
@@ -506,6 +507,7 @@ def judgment_undo_last(*, pool: Pool, user: User, key: uuid.UUID) -> Submitted:
 @transaction.atomic
 def _undo_last(*, pool: Pool, user: User, key: uuid.UUID) -> Judgment:
     # Raising anywhere below rolls back whatever `_reopen_just_finished` changed.
+    claims_lock(pool=pool, user=user)
     protocol = _protocol_gate(pool.project, user)
     claim = claim_active(pool=pool, user=user)
     target = _last_answered(claim) if claim else None
@@ -588,12 +590,19 @@ class Screen:
     total_in_query: int = 0
     finished_queries: int = 0
     can_undo: bool = False
+    # Read without claiming (take=False) while the person holds no query with an item left:
+    # the page and the API say "none", and a POST claims one.
+    unclaimed: bool = False
 
 
-def screen_for(*, pool: Pool, user: User, after: Submitted | None = None) -> Screen:
+def screen_for(
+    *, pool: Pool, user: User, after: Submitted | None = None, take: bool = True
+) -> Screen:
     """What to show `user` now: an acknowledgement, their next item, or that nothing is left.
 
     `after`, the answer just stored, saves reading again what its submission already read.
+    With `take` False nothing is written: the item of the query they hold, or `unclaimed`
+    (GET requests never claim; the POST that follows does).
     """
     if after is not None and after.created and after.state is not None:
         protocol, state = after.protocol, after.state
@@ -604,15 +613,17 @@ def screen_for(*, pool: Pool, user: User, after: Submitted | None = None) -> Scr
         if change is not None:
             return Screen(protocol, change=change)
     for _attempt in range(5):  # a finished query hands over to the next one
-        claim = claim_next(pool=pool, user=user)
+        claim = claim_next(pool=pool, user=user) if take else claim_active(pool=pool, user=user)
         if claim is None:
             break
         state = unit_state(claim=claim)
         if state.next_item_id is not None:
             return _item_screen(protocol, state)
+        if not take:
+            break  # closing the finished query and claiming the next are the POST's to do
         _finish(state)
     finished = finished_count(pool_id=pool.pk, user_id=user.pk)
-    return Screen(protocol, finished_queries=finished, can_undo=finished > 0)
+    return Screen(protocol, finished_queries=finished, can_undo=finished > 0, unclaimed=not take)
 
 
 def _item_screen(protocol: ProtocolVersion | None, state: UnitState) -> Screen:

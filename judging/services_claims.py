@@ -55,6 +55,19 @@ def policy_of(project: Project) -> JudgingPolicy:
 # --- claims --------------------------------------------------------------------------------
 
 
+def claims_lock(*, pool: Pool, user: User) -> None:
+    """Lock the person's claims in the pool until the transaction ends (PostgreSQL).
+
+    An undo reads which answer is the latest before it writes: two undos of the same person
+    at once (different keys, a double press, two tabs) would otherwise both read the same
+    answer and both undo it. Locked, the second reads once the first has committed, and
+    undoes the answer before.
+    """
+    if connection.features.has_select_for_update:  # SQLite has no row locks
+        # Waiting (no SKIP LOCKED), in one order of ids so that two undos cannot deadlock.
+        _rows(_CLAIM_IDS + " ORDER BY c.id FOR UPDATE", [pool.pk, user.pk])
+
+
 def claim_active(*, pool: Pool, user: User) -> Claim | None:
     rows = _rows(
         _CLAIM + " WHERE c.pool_id = %s AND c.user_id = %s AND c.state = %s",
@@ -143,6 +156,7 @@ _OPEN_UNITS = (
 _ANY_UNIT = f"SELECT 1 {_OPEN} AND {{tier}} LIMIT 1"
 
 
+_CLAIM_IDS = "SELECT c.id FROM judging_claim c WHERE c.pool_id = %s AND c.user_id = %s"
 _CLAIM_FIELDS = ["id", "pool_id", "unit_id", "user_id", "state", "claimed_at", "touched_at"]
 _CLAIM = (
     f"SELECT {', '.join('c.' + f for f in _CLAIM_FIELDS)}, c.finished_at,"

@@ -21,7 +21,7 @@ from annotation.services_protocol import protocol_ack
 from pooling.models import Pool
 
 from .access import pool_or_404
-from .highlight import highlight, query_terms
+from .highlight import shown_document
 from .models import Grade
 from .services import (
     Answer,
@@ -64,12 +64,13 @@ def grade_labels(protocol: ProtocolVersion | None) -> list[tuple[int, str]]:
     ]
 
 
-def _document(item: ShownItem) -> dict[str, str]:
-    terms = query_terms(item.query_text)
-    # Safe: highlight() escapes every character of the untrusted text itself.
+def _document(item: ShownItem) -> dict[str, Any]:
+    shown = shown_document(item.query_text, item.title, item.text)
+    # Safe: shown_document() escapes every character of the untrusted text itself.
     return {
-        "doc_title": mark_safe(highlight(item.title, terms)),
-        "doc_text": mark_safe(highlight(item.text, terms)),
+        "doc_title": mark_safe(shown.title),
+        "doc_text": mark_safe(shown.text),
+        "doc_cut": (shown.text_shown, shown.text_length) if shown.truncated else None,
     }
 
 
@@ -97,6 +98,8 @@ def panel_context(project: Project, pool: Pool | None, screen: Screen | None) ->
     )
     if screen.item is not None:
         context.update(_document(screen.item))
+    if screen.unclaimed:
+        context["claim_url"] = reverse("judge_claim", args=[project.slug])
     return context
 
 
@@ -120,14 +123,29 @@ def _panel(
 
 @login_required
 def judge(request: HttpRequest, slug: str) -> HttpResponse:
+    """The page, read only: the item of the query the person holds; when they hold none, a
+    panel that claims one by POST as soon as it loads (`judge_claim`)."""
     access = _get_project_for_judge(request, slug)
     pool = current_pool(access.project)
-    screen = screen_for(pool=pool, user=_user(request)) if pool else None
+    screen = screen_for(pool=pool, user=_user(request), take=False) if pool else None
     context = panel_context(access.project, pool, screen)
     protocol = screen.protocol if screen else access.project.current_protocol()
     context["protocol"] = protocol
     context["structure"] = from_content(protocol.content or {}) if protocol else None
     return render(request, "judging/judge.html", context)
+
+
+@login_required
+@require_POST
+def judge_claim(request: HttpRequest, slug: str) -> HttpResponse:
+    """Claim the next query when the person holds none (or has finished theirs) and show its
+    first item; the item held, if any, otherwise."""
+    access = _get_project_for_judge(request, slug)
+    pool = pool_or_404(access)
+    if not request.htmx:  # type: ignore[attr-defined]
+        screen_for(pool=pool, user=_user(request))  # claims; the page it goes back to shows it
+        return redirect("judge", slug=slug)
+    return _panel(request, access.project, pool)
 
 
 def _key(request: HttpRequest, name: str = "key") -> uuid.UUID | None:

@@ -35,10 +35,22 @@ def undo_key(html: str) -> str:
     return form_key(html, "undo-form")
 
 
+PANEL = re.compile(r'<section id="judge-panel".*?</section>', re.DOTALL)
+
+
 def judge_page(client: Client, slug: str) -> str:
+    """The judging page as the browser ends up showing it: opening it reads only, and when
+    the person holds no query its panel claims one by an htmx POST that swaps it."""
     response = client.get(reverse("judge", args=[slug]))
     assert response.status_code == 200
-    return response.content.decode()
+    page = response.content.decode()
+    if 'id="claim-form"' not in page:
+        return page
+    claimed = client.post(reverse("judge_claim", args=[slug]), headers={"HX-Request": "true"})
+    assert claimed.status_code == 200
+    panel = PANEL.search(claimed.content.decode())
+    assert panel is not None
+    return PANEL.sub(lambda _: panel.group(0), page, count=1)
 
 
 def answer(

@@ -35,7 +35,7 @@ def submit(client: APIClient, slug: str, **data: object) -> tuple[int, dict]:
 def test_it_serves_the_next_item_and_stores_a_grade(world: World) -> None:
     client = token_client(world, "alice")
     slug = world.project.slug
-    nxt = client.get(reverse("api_next", args=[slug])).json()
+    nxt = client.post(reverse("api_next", args=[slug])).json()
     assert nxt["state"] == "item" and nxt["done_in_query"] == 0
     item = nxt["item"]
     assert set(item) == {"id", "query", "document"}
@@ -46,14 +46,14 @@ def test_it_serves_the_next_item_and_stores_a_grade(world: World) -> None:
     )  # fmt: skip
     assert status == 201 and body["created"] is True
     assert (body["grade"], body["kind"], body["protocol"]) == (2, "grade", 1)
-    after = client.get(reverse("api_next", args=[slug])).json()
+    after = client.post(reverse("api_next", args=[slug])).json()
     assert after["done_in_query"] == 1 and after["item"]["id"] != item["id"]
 
 
 def test_it_stores_one_judgment_for_a_repeated_key(world: World) -> None:
     client = token_client(world, "alice")
     slug = world.project.slug
-    nxt = client.get(reverse("api_next", args=[slug])).json()
+    nxt = client.post(reverse("api_next", args=[slug])).json()
     key = nxt["idempotency_key"]
     first = submit(client, slug, item=nxt["item"]["id"], grade=3, idempotency_key=key)
     again = submit(client, slug, item=nxt["item"]["id"], grade=0, idempotency_key=key)
@@ -65,11 +65,11 @@ def test_it_stores_one_judgment_for_a_repeated_key(world: World) -> None:
 
 def to_last_item(client: APIClient, slug: str) -> dict:
     """Answer the query held until one item is left; returns that item's `next` reply."""
-    nxt = client.get(reverse("api_next", args=[slug])).json()
+    nxt = client.post(reverse("api_next", args=[slug])).json()
     while nxt["done_in_query"] < nxt["total_in_query"] - 1:
         key = nxt["idempotency_key"]
         assert submit(client, slug, item=nxt["item"]["id"], grade=1, idempotency_key=key)[0] == 201
-        nxt = client.get(reverse("api_next", args=[slug])).json()
+        nxt = client.post(reverse("api_next", args=[slug])).json()
     return nxt
 
 
@@ -94,10 +94,10 @@ def test_it_keeps_a_late_last_answer_but_not_as_closing_a_released_query(
 def test_it_refuses_a_key_already_used_for_another_answer(world: World) -> None:
     client = token_client(world, "alice")
     slug = world.project.slug
-    nxt = client.get(reverse("api_next", args=[slug])).json()
+    nxt = client.post(reverse("api_next", args=[slug])).json()
     item, key = nxt["item"]["id"], nxt["idempotency_key"]
     first = submit(client, slug, item=item, grade=3, idempotency_key=key)
-    other = client.get(reverse("api_next", args=[slug])).json()["item"]["id"]
+    other = client.post(reverse("api_next", args=[slug])).json()["item"]["id"]
     status, body = submit(client, slug, item=other, grade=1, idempotency_key=key)
     assert status == 409 and "already used for another answer" in body["detail"]
     status, _ = submit(client, slug, item=item, kind="undo", idempotency_key=key)
@@ -111,7 +111,7 @@ def test_it_refuses_a_key_already_used_for_another_answer(world: World) -> None:
 def test_it_refuses_seconds_that_are_not_a_finite_number(world: World, seconds: str) -> None:
     client = token_client(world, "alice")
     slug = world.project.slug
-    item = client.get(reverse("api_next", args=[slug])).json()["item"]["id"]
+    item = client.post(reverse("api_next", args=[slug])).json()["item"]["id"]
     data = {"item": item, "grade": 2, "seconds_spent": seconds, "idempotency_key": uuid.uuid4()}
     response = client.post(reverse("api_judgments", args=[slug]), data)  # a form, as a browser
     assert response.status_code == 400
@@ -124,7 +124,7 @@ def test_it_shows_the_queue_without_claiming(world: World) -> None:
     queue = client.get(reverse("api_queue", args=[slug])).json()
     assert queue == {"protocol": 1, "protocol_change": None, "active": None, "finished_queries": 0}
     assert not Claim.objects.exists()
-    client.get(reverse("api_next", args=[slug]))
+    client.post(reverse("api_next", args=[slug]))
     queue = client.get(reverse("api_queue", args=[slug])).json()
     assert queue["active"]["done"] == 0 and queue["active"]["total"] in (3, 5)
 
@@ -132,8 +132,8 @@ def test_it_shows_the_queue_without_claiming(world: World) -> None:
 def test_it_refuses_items_outside_the_claim_and_bad_answers(world: World) -> None:
     alice, bob = token_client(world, "alice"), token_client(world, "bob")
     slug = world.project.slug
-    alices = alice.get(reverse("api_next", args=[slug])).json()["item"]["id"]
-    bob.get(reverse("api_next", args=[slug]))
+    alices = alice.post(reverse("api_next", args=[slug])).json()["item"]["id"]
+    bob.post(reverse("api_next", args=[slug]))
     status, body = submit(bob, slug, item=alices, grade=1, idempotency_key=str(uuid.uuid4()))
     assert status == 409 and "not in the query you are working on" in body["detail"]
     status, _ = submit(alice, slug, item=alices, grade=7, idempotency_key=str(uuid.uuid4()))
@@ -148,7 +148,7 @@ def test_it_refuses_items_outside_the_claim_and_bad_answers(world: World) -> Non
 def test_it_records_unsure_skip_and_undo(world: World) -> None:
     client = token_client(world, "alice")
     slug = world.project.slug
-    item = client.get(reverse("api_next", args=[slug])).json()["item"]["id"]
+    item = client.post(reverse("api_next", args=[slug])).json()["item"]["id"]
     for data in (
         {"kind": "unsure", "note": "hmm"},
         {"kind": "undo"},
@@ -180,13 +180,13 @@ def test_it_acknowledges_a_protocol_version(world: World) -> None:
 
     client = token_client(world, "alice")
     slug = world.project.slug
-    nxt = client.get(reverse("api_next", args=[slug])).json()
+    nxt = client.post(reverse("api_next", args=[slug])).json()
     submit(client, slug, item=nxt["item"]["id"], grade=1, idempotency_key=nxt["idempotency_key"])
     protocol_publish(project=world.project, text="Grade 3: answers it fully.")
-    blocked = client.get(reverse("api_next", args=[slug])).json()
+    blocked = client.post(reverse("api_next", args=[slug])).json()
     assert blocked["state"] == "acknowledge" and blocked["item"] is None
     assert client.post(reverse("api_protocol_ack", args=[slug]), {"version": 2}).status_code == 200
-    assert client.get(reverse("api_next", args=[slug])).json()["state"] == "item"
+    assert client.post(reverse("api_next", args=[slug])).json()["state"] == "item"
 
 
 def test_it_describes_the_endpoints_in_the_openapi_schema(world: World) -> None:
@@ -198,3 +198,38 @@ def test_it_describes_the_endpoints_in_the_openapi_schema(world: World) -> None:
     post = paths["/api/projects/{slug}/judgments/"]["post"]
     assert {"200", "201", "409"} <= set(post["responses"])
     assert "tokenAuth" in schema["components"]["securitySchemes"]
+
+
+def test_it_never_claims_on_get_or_head_and_claims_on_post(world: World) -> None:
+    client = token_client(world, "alice")
+    url = reverse("api_next", args=[world.project.slug])
+    head = client.head(url)
+    got = client.get(url)
+    assert (head.status_code, got.status_code) == (200, 200)
+    assert not Claim.objects.exists()
+    assert got.json()["state"] == "none" and got.json()["item"] is None
+    claimed = client.post(url)
+    assert claimed.status_code == 200
+    assert Claim.objects.filter(user=world.alice, state=ClaimState.ACTIVE).count() == 1
+    body = claimed.json()
+    assert body["state"] == "item"
+    # GET now reads the item held: the same body as the POST answered, bar the fresh key.
+    again = client.get(url).json()
+    assert set(again) == set(body) == set(got.json())
+    assert {k: v for k, v in again.items() if k != "idempotency_key"} == {
+        k: v for k, v in body.items() if k != "idempotency_key"
+    }
+    client.post(url)  # holding a query: nothing more is claimed
+    assert Claim.objects.filter(user=world.alice).count() == 1
+
+
+def test_it_documents_get_and_post_of_the_next_item(world: World) -> None:
+    client = world.client_for(world.alice)
+    schema = client.get(reverse("api_schema"), {"format": "json"}).json()
+    operations = schema["paths"]["/api/projects/{slug}/next/"]
+    assert {"get", "post"} <= set(operations)
+    assert "read only" in operations["get"]["summary"]
+    assert "Claim" in operations["post"]["summary"]
+    for method in ("get", "post"):
+        content = operations[method]["responses"]["200"]["content"]["application/json"]
+        assert content["schema"]["$ref"].endswith("/NextOut")

@@ -52,6 +52,10 @@ def everything_bob_can_fetch(world: World, bob: Client) -> list[str]:
         response = bob.get(url)
         assert response.status_code == 200, name
         bodies.append(response.content.decode())
+    for name in ("judge_claim", "api_next"):  # what claiming answers (reading never claims)
+        response = bob.post(reverse(name, args=[slug]), headers={"HX-Request": "true"})
+        assert response.status_code == 200, name
+        bodies.append(response.content.decode())
     for name in ("qrels_download", "judging_overview"):
         response = bob.get(reverse(name, args=[slug]))
         assert response.status_code == 403, name  # exports and lead pages stay closed
@@ -71,7 +75,7 @@ def test_it_hides_the_first_judges_work_from_the_second(world: World) -> None:
     done = 0
     while (item := shown_item(page)) is not None and item.pk in grades:
         bodies.append(page)
-        api = bob.get(reverse("api_next", args=[slug])).json()
+        api = bob.post(reverse("api_next", args=[slug])).json()
         bodies.append(json.dumps(api))
         assert set(api["item"]) == {"id", "query", "document"}
         assert api["done_in_query"] == done  # bob's own count, never alice's

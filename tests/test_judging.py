@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from formats.trec import RunRow
+from judging.highlight import MAX_TERMS
 from judging.models import Claim, ClaimState, Judgment, Kind, WorkUnit
 from judging.services import pool_open
 from pooling.models import Pool, PoolItem
@@ -171,6 +172,24 @@ def test_it_escapes_and_highlights_the_document(world: World) -> None:
         in html
     )
     assert "<mark>question</mark>" in html  # a query term, marked after escaping
+
+
+def test_it_shows_a_huge_document_cut_with_a_notice_and_bounded_marks(world: World) -> None:
+    # A 5,000-word query on a 1 MB document: the page shows the first MAX_TEXT_CHARS
+    # characters with a notice, and marks at most MAX_TERMS distinct terms.
+    client = world.client_for(world.alice)
+    item = shown_item(judge_page(client, world.project.slug))
+    assert item is not None
+    words = [f"w{i:04d}" for i in range(5000)]
+    item.query.text = " ".join(words)
+    item.query.save()
+    item.document.text = " ".join(words * 40)[:1_000_000]
+    item.document.save()
+    html = judge_page(client, world.project.slug)
+    assert "Document truncated: the first 100000 characters are shown of 1000000." in html
+    assert len(html) < 300_000
+    marked = set(re.findall(r"<mark>(\w+)</mark>", html))
+    assert marked == set(words[:MAX_TERMS])
 
 
 def test_it_moves_to_the_next_query_then_says_all_done(world: World) -> None:
@@ -435,3 +454,26 @@ def test_it_exports_the_first_judges_grade_of_a_double_judged_pair(world: World)
     lines, conflicting = export(world)
     assert lines == [f"{item.query.qid} 0 {item.document.docid} 1"] and conflicting == 1
     assert export(world, annotator="bob")[0] == [f"{item.query.qid} 0 {item.document.docid} 2"]
+
+
+def test_opening_the_page_never_claims_and_its_panel_claims_by_post(world: World) -> None:
+    client = world.client_for(world.alice)
+    slug = world.project.slug
+    for method in (client.get, client.head):
+        assert method(reverse("judge", args=[slug])).status_code == 200
+    page = client.get(reverse("judge", args=[slug])).content.decode()
+    assert not Claim.objects.exists()
+    claim_url = reverse("judge_claim", args=[slug])
+    # The panel posts to claim as soon as it loads, and offers a button that does the same.
+    assert f'hx-post="{claim_url}" hx-trigger="load, submit"' in page
+    assert 'id="claim-button"' in page
+    assert client.get(claim_url).status_code == 405
+    claimed = client.post(claim_url, headers={"HX-Request": "true"})
+    assert shown_item(claimed.content.decode()) is not None
+    assert Claim.objects.filter(user=world.alice, state=ClaimState.ACTIVE).count() == 1
+    # Without JavaScript the form posts, claims and comes back to the page, which shows it.
+    bob = world.client_for(world.bob)
+    response = bob.post(claim_url)
+    assert response.status_code == 302 and response["Location"] == reverse("judge", args=[slug])
+    assert shown_item(bob.get(response["Location"]).content.decode()) is not None
+    assert Claim.objects.count() == 2

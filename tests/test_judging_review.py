@@ -61,7 +61,7 @@ def test_a_note_with_a_nul_character_is_refused_not_a_server_error(world: World)
 def test_a_note_too_long_is_refused_rather_than_cut(world: World) -> None:
     client = api_client(world, "alice")
     slug = world.project.slug
-    nxt = client.get(reverse("api_next", args=[slug])).json()
+    nxt = client.post(reverse("api_next", args=[slug])).json()
     data = {"item": nxt["item"]["id"], "kind": "unsure", "note": "x" * (MAX_NOTE + 1)}
     response = client.post(
         reverse("api_judgments", args=[slug]),

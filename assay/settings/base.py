@@ -92,9 +92,10 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     DATABASES["default"]["CONN_MAX_AGE"] = env_int("CONN_MAX_AGE", 60, minimum=0)
-    # A health check is one more round trip at the start of every request; without it a
-    # connection that the server dropped fails one request, and the next one reconnects.
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("CONN_HEALTH_CHECKS", False)
+    # A persistent connection that the server dropped (a restart, a failover, an idle timeout,
+    # a terminated backend) would fail the next request that uses it with a 500. The check
+    # costs one `SELECT 1` round trip, once per request and only on a reused connection.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("CONN_HEALTH_CHECKS", True)
     # Parameters bound on the server, and each statement prepared once a connection has run it
     # a few times: PostgreSQL then plans a judging answer's statements once per connection, not
     # on every request (about 40 % of its CPU per answer). A pooler that cannot keep prepared

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 
 def shown(page) -> str:
-    """The id of the item on screen."""
+    """The id of the item on screen, once the panel has claimed a query if it had to (opening
+    the page claims nothing: its panel posts the claim as soon as it loads)."""
+    page.wait_for_function("() => !document.getElementById('claim-form')")
     return page.locator("#judge-panel").get_attribute("data-item") or ""
 
 

@@ -18,6 +18,8 @@ def log_in(page, live_server, username: str, then: str) -> None:
     page.fill("input[name=password]", PASSWORD)
     with page.expect_navigation():
         page.keyboard.press("Enter")
+    # The judging page claims a query as it loads: wait for it (at once on other pages).
+    page.wait_for_function("() => !document.getElementById('claim-form')")
 
 
 def a_project(**people: str) -> Project:

@@ -2,34 +2,81 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from annotation import protocol as core
+from judging import highlight as highlight_module
 from judging.assignment import Candidate, choose_double, double_count, pick
-from judging.highlight import highlight, query_terms
+from judging.highlight import (
+    MAX_TERMS,
+    MAX_TEXT_CHARS,
+    MAX_TITLE_CHARS,
+    highlight,
+    query_terms,
+    shown_document,
+    term_pattern,
+)
 
 
 def test_it_escapes_before_marking_terms() -> None:
-    html = highlight('<script>alert("x")</script>', ["script"])
+    html = highlight('<script>alert("x")</script>', term_pattern(["script"]))
     assert html == "&lt;<mark>script</mark>&gt;alert(&quot;x&quot;)&lt;/<mark>script</mark>&gt;"
     assert "<script" not in html
 
 
 def test_it_never_breaks_an_entity() -> None:
-    assert highlight("Tom & Amp", ["amp"]) == "Tom &amp; <mark>Amp</mark>"
-    assert highlight("a < b", ["lt"]) == "a &lt; b"
+    assert highlight("Tom & Amp", term_pattern(["amp"])) == "Tom &amp; <mark>Amp</mark>"
+    assert highlight("a < b", term_pattern(["lt"])) == "a &lt; b"
 
 
 def test_it_marks_words_starting_with_a_term_case_blind() -> None:
-    assert highlight("Webhooks retry", ["webhook"]) == "<mark>Webhooks</mark> retry"
-    assert highlight("unwebhook", ["webhook"]) == "unwebhook"
-    assert highlight("x (y)", ["(y"]) == "x (y)"  # terms are literal, not patterns
+    assert highlight("Webhooks retry", term_pattern(["webhook"])) == "<mark>Webhooks</mark> retry"
+    assert highlight("unwebhook", term_pattern(["webhook"])) == "unwebhook"
+    assert highlight("x (y)", term_pattern(["(y"])) == "x (y)"  # terms are literal, not patterns
 
 
 def test_it_picks_query_terms_without_stopwords() -> None:
     assert query_terms("How do I reset my Password?") == ["password", "reset"]
     assert query_terms("QM-2043") == ["2043", "qm"]
-    assert highlight("plain text", []) == "plain text"
+    assert highlight("plain text", term_pattern([])) == "plain text"
+
+
+def test_it_marks_at_most_the_first_distinct_terms_of_a_long_query() -> None:
+    words = [f"w{i:04d}" for i in range(5000)]
+    terms = query_terms(" ".join(words + words))
+    assert sorted(terms) == words[:MAX_TERMS]
+    pattern = term_pattern(terms)
+    assert pattern is not None and pattern.pattern.count("|") == MAX_TERMS - 1
+
+
+def test_it_bounds_what_a_huge_query_on_a_huge_document_costs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 5,000 distinct words in the query, a 1 MB document made of them: the alternation holds
+    # MAX_TERMS terms, compiled once for the title and the text, and only MAX_TEXT_CHARS
+    # characters are escaped and marked, so the output is bounded whatever the input.
+    words = [f"w{i:04d}" for i in range(5000)]
+    text = " ".join(words * 40)[:1_000_000]
+    compiled: list[re.Pattern[str] | None] = []
+
+    def counting(terms: list[str]) -> re.Pattern[str] | None:
+        compiled.append(term_pattern(terms))
+        return compiled[-1]
+
+    monkeypatch.setattr(highlight_module, "term_pattern", counting)
+    shown = shown_document(" ".join(words), "w0001 " * 1000, text)
+    assert len(compiled) == 1
+    assert (shown.text_shown, shown.text_length, shown.truncated) == (
+        MAX_TEXT_CHARS,
+        1_000_000,
+        True,
+    )
+    marks = shown.text.count("<mark>")
+    assert 0 < marks <= MAX_TEXT_CHARS // 6  # only the first 50 words' occurrences are marked
+    assert len(shown.text) <= MAX_TEXT_CHARS + marks * len("<mark></mark>")
+    assert len(shown.title) <= MAX_TITLE_CHARS + shown.title.count("<mark>") * 13
 
 
 def test_it_rounds_the_double_share_half_up() -> None:
