@@ -182,7 +182,14 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # assay/api.py: JSON bodies of bounded depth, one error shape, every error in the schema.
+    "DEFAULT_PARSER_CLASSES": [
+        "assay.api_parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "EXCEPTION_HANDLER": "assay.api.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "assay.api.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Assay API",
