@@ -6,8 +6,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.authtoken.views import obtain_auth_token
+from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.settings import api_settings
 
 from annotation import views as annotation_views
 from annotation import views_protocol as protocol_views
@@ -94,7 +95,12 @@ urlpatterns = [
         SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]),
         name="api_schema",
     ),
-    path("api/token/", obtain_auth_token, name="api_token"),
+    # DRF's token view names its own parsers: give it the API's (JSON of bounded depth).
+    path(
+        "api/token/",
+        ObtainAuthToken.as_view(parser_classes=api_settings.DEFAULT_PARSER_CLASSES),
+        name="api_token",
+    ),
     path("api/projects/<slug:slug>/queue/", judging_api.QueueView.as_view(), name="api_queue"),
     path("api/projects/<slug:slug>/next/", judging_api.NextView.as_view(), name="api_next"),
     path(

@@ -196,6 +196,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Judging, pooling and qrels of Assay projects.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Bodies are documented as JSON: a form cannot say null (a grade left out of an undo), so a
+    # form is accepted as browsers send it but is not the API's contract.
+    "PARSER_WHITELIST": ["assay.api_parsers.JSONParser"],
 }
 
 # Any case, as Celery's --loglevel (docker/entrypoint.sh passes it the same variable).
