@@ -3,8 +3,8 @@
 The schema is the app's own (drf-spectacular, generated in process as /api/schema/ serves it),
 so an operation added later is fuzzed without touching this file. The app is called in
 process (WSGI) and sees the test database: a project with a pool, a protocol and a query the
-annotator holds, so that generated cases reach past the 404s. Every check schemathesis has
-runs (`--checks all`).
+member holds (an annotator, then the lead), so that generated cases reach past the 404s.
+Every check schemathesis has runs (`--checks all`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def load_schema() -> schemathesis.schemas.BaseSchema:
         {
             "auth": {"openapi": {"tokenAuth": {"api_key": f"Token {TOKEN}"}}},
             "parameters": {"path.slug": SLUG},
-            "generation": {"max-examples": 20},
+            "generation": {"max-examples": 10},
             "operations": [
                 {
                     # Schema-valid bodies that are still refused with 400: wrong credentials (DRF's
@@ -75,19 +75,21 @@ def app() -> Iterator[None]:
             signal.connect(close_old_connections)
 
 
-@pytest.fixture
-def annotator(world: World) -> None:
-    """Alice, signed in by her token, holds a query of the project's pool: items to answer."""
+@pytest.fixture(params=["alice", "lena"], ids=["annotator", "lead"])
+def member(request: pytest.FixtureRequest, world: World) -> None:
+    """A member signed in by the token schemathesis sends, holding a query of the project's
+    pool (items to answer): annotator Alice, or the lead."""
     assert world.project.slug == SLUG
-    screen_for(pool=world.project.pools.get(), user=world.alice)
-    Token.objects.create(user=world.alice, key=TOKEN)
+    user = world.alice if request.param == "alice" else world.lead
+    screen_for(pool=world.project.pools.get(), user=user)
+    Token.objects.create(user=user, key=TOKEN)
 
 
 @schema.parametrize()
 # The data is set up once per operation, not per case: the cases build on one another (a
-# claim, answers, undos) as an annotator's requests would.
+# claim, answers, undos) as a member's requests would.
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 def test_every_operation_keeps_its_contract(
-    case: schemathesis.Case, app: None, annotator: None
+    case: schemathesis.Case, app: None, member: None
 ) -> None:
     case.call_and_validate()
