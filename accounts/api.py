@@ -15,12 +15,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from assay.api import ErrorOut
+
 from .models import ApiToken
 from .services import token_create, token_revoke, tokens_visible_to
-
-
-class DetailOut(serializers.Serializer):
-    detail = serializers.CharField()
 
 
 class TokenIn(serializers.Serializer):
@@ -63,7 +61,7 @@ class TokenCreateView(APIView):
                 description="wrong credentials (`detail`), or a field missing or too long "
                 "(the field's name with its errors)",
             ),
-            429: OpenApiResponse(DetailOut, description="too many failed sign-ins; Retry-After"),
+            429: OpenApiResponse(ErrorOut, description="too many failed sign-ins; Retry-After"),
         },
         summary="Make a new API token with your username and password",
         description="Send the key as `Authorization: Token <key>`. Each call makes a new token; "
@@ -95,7 +93,7 @@ class TokenListView(APIView):
 
 class TokenDetailView(APIView):
     @extend_schema(
-        responses={204: None, 404: DetailOut},
+        responses={204: None, 404: ErrorOut},
         summary="Revoke an API token (it stops working at once)",
     )
     def delete(self, request: Request, pk: int) -> Response:

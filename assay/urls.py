@@ -22,6 +22,12 @@ from judging import views_project
 from pooling import views as pooling_views
 from sampling import views as sampling_views
 
+# JSON for /api/ paths no API view answered (a slug that is not a slug), HTML pages elsewhere.
+handler400 = "assay.api.bad_request"
+handler403 = "assay.api.permission_denied"
+handler404 = "assay.api.not_found"
+handler500 = "assay.api.server_error"
+
 urlpatterns = [
     path("", annotation_views.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from argparse import ArgumentParser
 
+from assay import options as bounded
+
 
 def add_contract_arguments(parser: ArgumentParser, *, relevance: str) -> None:
     """The metric contract's options: nDCG gain, relevance threshold, queries without a
@@ -16,7 +18,7 @@ def add_contract_arguments(parser: ArgumentParser, *, relevance: str) -> None:
     )
     parser.add_argument(
         "--rel-threshold",
-        type=int,
+        type=bounded.grade,
         default=1,
         metavar="T",
         help=f"grade >= T is relevant for {relevance} (default 1)",

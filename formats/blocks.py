@@ -130,6 +130,8 @@ def _blocks(path: str | Path) -> Iterator[bytes]:
                 raise NotSplit from exc
             if not data:
                 break
+            if b"\x00" in data:  # refused by the line rule, which names the line
+                raise NotSplit
             cut = data.rfind(b"\n") + 1
             if cut:
                 # One copy: the unfinished line kept from before, the whole lines, padding.

@@ -114,16 +114,15 @@ def iter_run(path: str | Path, *, max_id_length: int | None = None) -> Iterator[
 
     Columns are separated by any run of blanks; blank lines are skipped. The second column
     is not checked (runs use ``Q0`` or ``0``). A document listed twice for one query is an
-    error because trec_eval would silently count it twice. ``max_id_length`` is for runs that
-    go into a database: a query or document id longer than it is an error, and so is a NUL
-    character anywhere on the line (PostgreSQL refuses it in text).
+    error because trec_eval would silently count it twice, and so is a NUL character anywhere
+    on the line (see :func:`_split_line`). ``max_id_length`` is for runs that go into a
+    database: a query or document id longer than it is an error.
     """
     # qid -> docid -> first line; runs are usually but not always grouped by qid.
     seen: dict[str, dict[str, int]] = {}
     for number, line in lines(path):
         row = _parse_run_line(path, number, line)
         if max_id_length is not None:
-            check_no_nul(path, number, line)
             check_id_length(path, number, "query", row.qid, max_id_length)
             check_id_length(path, number, "document", row.docid, max_id_length)
         first = seen.setdefault(row.qid, {}).setdefault(row.docid, number)
@@ -135,8 +134,16 @@ def iter_run(path: str | Path, *, max_id_length: int | None = None) -> Iterator[
         yield row
 
 
+def _split_line(path: str | Path, number: int, line: str) -> list[str]:
+    """The columns of a run or qrels line. A NUL is refused by every reader, not only those
+    that store ids: PostgreSQL cannot store it, and trec_eval (C) would cut the id there, so
+    a file scored here would score differently there."""
+    check_no_nul(path, number, line)
+    return line.split()
+
+
 def _parse_run_line(path: str | Path, number: int, line: str) -> RunRow:
-    cols = line.split()
+    cols = _split_line(path, number, line)
     if len(cols) != 6:
         reason = f"expected 6 columns ({_RUN_COLUMNS}), found {len(cols)}"
         raise FormatError(path, number, reason)
@@ -225,7 +232,7 @@ def iter_qrels(path: str | Path) -> Iterator[QrelRow]:
 
 
 def _qrels_columns(path: str | Path, number: int, line: str) -> int:
-    n_cols = len(line.split())
+    n_cols = len(_split_line(path, number, line))
     if n_cols not in (3, 4):
         reason = (
             f"expected 4 columns ({_TREC_QRELS_COLUMNS}) or 3 ({_BEIR_QRELS_COLUMNS}), "
@@ -236,7 +243,7 @@ def _qrels_columns(path: str | Path, number: int, line: str) -> int:
 
 
 def _parse_qrels_line(path: str | Path, number: int, line: str, n_cols: int) -> QrelRow:
-    cols = line.split()
+    cols = _split_line(path, number, line)
     if len(cols) != n_cols:
         names = _TREC_QRELS_COLUMNS if n_cols == 4 else _BEIR_QRELS_COLUMNS
         reason = f"expected {n_cols} columns ({names}), found {len(cols)}"

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from annotation.access import Access, project_for_member
 from annotation.services_protocol import protocol_ack
+from assay.api import ErrorOut
 
 from .access import pool_or_404
 from .models import Judgment, Kind
@@ -121,10 +122,6 @@ class JudgmentOut(serializers.Serializer):
 
 class AckIn(serializers.Serializer):
     version = serializers.IntegerField()
-
-
-class ErrorOut(serializers.Serializer):
-    detail = serializers.CharField()
 
 
 def _change(change: ProtocolChange | None) -> dict[str, Any] | None:

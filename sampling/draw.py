@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from assay.options import SEED_LIMIT
+
 from .strata import STRATA, Strata, StratumName
 
 if TYPE_CHECKING:
@@ -54,8 +56,6 @@ __all__ = [
 ]
 
 DEFAULT_QUOTAS: Mapping[StratumName, int] = {"head": 60, "torso": 90, "tail": 120, "failures": 30}
-# Seeds are stored with the samples they drew, in a signed 64-bit column.
-SEED_LIMIT = 2**63
 _CERTAIN = 1.0 - 1e-12  # probabilities this close to 1 are certainties (floating point)
 
 

@@ -82,6 +82,7 @@ from .read import (
     read_events,
 )
 from .source import (
+    MAX_LINE_BYTES,
     ColumnMap,
     LogError,
     LogFormat,
@@ -125,6 +126,7 @@ class EngineSettings:
     memory_limit: str = "500MB"
     threads: int | None = None
     temp_directory: str | None = None
+    max_line_bytes: int = MAX_LINE_BYTES  # a longer line is refused (see sampling.source)
 
 
 # --------------------------------------------------------------------------- ingestion
@@ -189,6 +191,9 @@ def _ingest(
             run.report(1.0, f"{len(stats)} distinct queries")
             return stats
         mapping = (columns or ColumnMap()).matched(source.columns)
+        source = replace(source, max_line_bytes=settings.max_line_bytes)
+        if source.log_format == "jsonl":
+            source = replace(source, text_keys=(mapping.column("query"),))
         fields, used = field_sql(source, mapping)
         found = source.columns
         unseen = tuple(name for name, column in used.items() if column not in found)
@@ -446,7 +451,7 @@ def _warnings(
     if skipped:
         at = f", the first at line {first}" if first is not None else ""
         why = (
-            "not a JSON object"
+            "not a JSON object, or a query that is not a string"
             if source.log_format == "jsonl"
             else "wrong number of fields or a quote left open"
         )

@@ -13,6 +13,8 @@ import argparse
 import math
 from typing import Any
 
+from assay import options as bounded
+
 from .strata import DefinitionError, FailureRule, StrataDefinition
 
 __all__ = [
@@ -55,7 +57,7 @@ def add_definition_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--reformulation-window",
-        type=float,
+        type=bounded.real_number(0, 365 * 86_400),
         help="seconds within which the next query counts as a reformulation (default 300)",
     )
     parser.add_argument(

@@ -39,6 +39,7 @@ from .source import (
     describe,
     is_encoding_error,
     locate,
+    long_line,
     transcode,
 )
 from .sql import dictionary_sql, events_sql
@@ -127,6 +128,9 @@ def read_events(
 ) -> tuple[Source, Rejects]:
     """The one pass over the file (again over a repaired copy if need be), then the dictionary."""
     rejects, copy = _scan(con, run, source, read)
+    if copy == "none" and source.text_keys and source.copy != "lines":
+        # A query that is a number or an object: the lines copy blanks (and counts) its line.
+        copy = "lines" if one(con, "SELECT bool_or(not_text) FROM _events")[0] else "none"
     if copy != "none":
         repaired = transcode(source, workdir, line_safe=copy == "lines")
         repaired = _describe_copy(con, repaired, workdir)
@@ -135,6 +139,7 @@ def read_events(
     if source.copy == "lines":
         _check_accounted(con, source, rejects)
     if one(con, "SELECT count(*) FROM _events")[0] == 0:
+        _check_line_lengths(source)
         raise LogError(f"{source.original}: {_no_rows(source, rejects)}")
     run(dictionary_sql(), 0.35, 0.42, "counting distinct queries")
     return source, rejects
@@ -209,6 +214,18 @@ def _rejects(con: duckdb.DuckDBPyConnection, source: Source) -> Rejects:
            FROM reject_errors""",
     )
     return Rejects(int(lines), None if first is None else int(first), int(encoding), spanning)
+
+
+def _check_line_lengths(source: Source) -> None:
+    """Say so when a line too long for DuckDB is why no row was read."""
+    found = long_line(source)
+    if found is not None:
+        number, size = found
+        raise LogError(
+            f"{source.original}: line {number} is longer than the limit of "
+            f"{source.max_line_bytes:,} bytes ({size:,} bytes or more); a log holds one "
+            "search per line: is this file one?"
+        )
 
 
 def _check_accounted(con: duckdb.DuckDBPyConnection, source: Source, rejects: Rejects) -> None:

@@ -13,11 +13,13 @@ Pure core: no Django.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import io
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -75,7 +77,15 @@ _DELIMITERS = (",", "\t", ";", "|")
 _NO_DELIMITER = "\x1f"
 _GZIP_MAGIC = b"\x1f\x8b"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_HEAD_BYTES = 1 << 20  # enough for any header line and the blank lines before it
+# A search log has a handful of columns; a header with more is another kind of file, and
+# DuckDB's work grows with the column count (the 100,001 columns of a 0.9 MB header).
+MAX_COLUMNS = 1_000
+# One line is one search: a few hundred bytes. DuckDB reads lines up to this length (its
+# max_line_size, or maximum_object_size for JSON; its own default for CSV); a longer one is
+# refused by line.
+MAX_LINE_BYTES = 2_000_000
+# The first line (a CSV header) is looked for in this much of the file, at the default limit.
+_HEAD_BYTES = MAX_LINE_BYTES
 _NUMERIC = (
     "TINYINT",
     "SMALLINT",
@@ -173,7 +183,9 @@ class Source:
     non-blank lines it kept after the header (``data_lines``). ``skip`` is the number of
     blank lines before the header. ``types`` are the sniffed column types; text formats are
     read as text and converted field by field, so a malformed value becomes null instead of
-    costing its row.
+    costing its row. ``text_keys`` are JSON keys whose value must be a string (the query):
+    they are read as JSON, so that a number or an object is told apart from text and its
+    line refused (:func:`transcode` blanks it) rather than counted as a query.
     """
 
     original: Path
@@ -189,6 +201,8 @@ class Source:
     blanked_lines: int = 0
     first_blanked_line: int | None = None
     data_lines: int | None = None
+    text_keys: tuple[str, ...] = ()
+    max_line_bytes: int = MAX_LINE_BYTES
 
     def relation(self, *, store_rejects: bool = False, strict: bool = False) -> str:
         """The DuckDB table function reading this file (JSON: only the ``columns`` listed).
@@ -202,11 +216,15 @@ class Source:
         compression = "'gzip'" if self.gzipped else "'none'"
         if self.log_format == "parquet":
             return f"read_parquet({path})"
-        columns = ", ".join(f"{sql_string(name)}: 'VARCHAR'" for name in self.columns)
+        columns = ", ".join(
+            f"{sql_string(name)}: '{'JSON' if name in self.text_keys else 'VARCHAR'}'"
+            for name in self.columns
+        )
         if self.log_format == "jsonl":
             return (
                 f"read_json({path}, format='newline_delimited', records='true', "
-                f"compression={compression}, columns={{{columns}}})"
+                f"compression={compression}, columns={{{columns}}}, "
+                f"maximum_object_size={self.max_line_bytes})"
             )
         return (
             f"read_csv({path}, {self._dialect()}, compression={compression}, "
@@ -216,7 +234,9 @@ class Source:
 
     def _dialect(self) -> str:
         delimiter = sql_string(self.delimiter or ",")
-        start = f"skip={self.skip}, header=true, delim={delimiter}"
+        start = (
+            f"skip={self.skip}, header=true, delim={delimiter}, max_line_size={self.max_line_bytes}"
+        )
         if self.log_format == "tsv":
             # TSV logs are not quoted: a query starting with " must stay as typed.
             return f"{start}, quote='', escape=''"
@@ -233,7 +253,7 @@ class Source:
             # by a repaired copy), not turn the whole file into a single column of values.
             return (
                 f"read_json({path}, format='newline_delimited', records='true', "
-                f"compression={compression})"
+                f"compression={compression}, maximum_object_size={self.max_line_bytes})"
             )
         return f"read_csv({path}, {self._dialect()}, compression={compression}, ignore_errors=true)"
 
@@ -284,10 +304,16 @@ def _header(path: Path, line: str, delimiter: str, quoted: bool) -> tuple[str, .
             names = next(csv.reader([line], delimiter=delimiter, quoting=csv.QUOTE_NONE))
     except csv.Error as error:
         raise LogError(f"{path}: cannot read the header line ({error})") from None
+    if len(names) > MAX_COLUMNS:
+        raise LogError(
+            f"{path}: the header has {len(names):,} columns, more than the {MAX_COLUMNS:,} a "
+            "log may have; a search log needs a few (query, timestamp, session_id, ...)"
+        )
     names = [name.strip() or f"column{i}" for i, name in enumerate(names)]
     # DuckDB compares names regardless of case: "Query" and "query" are one name to it.
-    folded = [name.casefold() for name in names]
-    duplicates = sorted({name for name in names if folded.count(name.casefold()) > 1})
+    # Counted once (a Counter), not once per name: 100,001 names took minutes that way.
+    folded = Counter(name.casefold() for name in names)
+    duplicates = sorted({name for name in names if folded[name.casefold()] > 1})
     if duplicates:
         raise LogError(f"{path}: duplicate column name(s) in the header: {', '.join(duplicates)}")
     return tuple(names)
@@ -345,11 +371,67 @@ def _first_line(path: Path, gzipped: bool) -> tuple[str, int]:
             head = stream.read(_HEAD_BYTES)
     except (OSError, EOFError) as error:
         raise LogError(f"{path}: cannot read it ({error})") from None
+    _check_utf8(path, head)
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
-    for index, line in enumerate(_LINE_BREAK.split(text)):
+    parts = _LINE_BREAK.split(text)
+    for index, line in enumerate(parts):
         if line.strip():
+            if index == len(parts) - 1 and len(head) == _HEAD_BYTES:  # no end in sight
+                raise LogError(
+                    f"{path}: line {index + 1} is longer than the limit of {_HEAD_BYTES:,} "
+                    "bytes; a log holds one search per line: is this file one?"
+                )
             return line, index
     raise LogError(f"{path}: the file is empty")
+
+
+def long_line(source: Source) -> tuple[int, int] | None:
+    """The first line of the original file longer than ``source.max_line_bytes``, as (line
+    number, bytes read of it when it passed the limit), or None; one pass in bounded memory.
+
+    DuckDB skips such a line, and past its buffer without a word: a log of one 1 GB line
+    read as "no rows". Only called when a read found no rows, to say why.
+    """
+    limit = source.max_line_bytes
+    number, length = 1, 0
+    with _open(source.original, _is_gzip(source.original)) as stream:
+        while chunk := stream.read(1 << 20):
+            pieces = chunk.split(b"\n")
+            for piece in pieces[:-1]:
+                if length + len(piece) > limit:
+                    return number, length + len(piece)
+                number, length = number + 1, 0
+            length += len(pieces[-1])
+            if length > limit:
+                return number, length
+    return None
+
+
+# Longest first: the UTF-32 LE mark begins with the UTF-16 LE one.
+_WIDE_MARKS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+
+
+def _check_utf8(path: Path, head: bytes) -> None:
+    """Refuse a UTF-16 or UTF-32 file, saying so and how to convert it.
+
+    Read as UTF-8 it would be a header of NUL-separated letters, and the error would be about
+    a missing query column. Told by its byte-order mark, or without one by the NUL bytes
+    between the letters of its first line (text logs hold no NUL).
+    """
+    encoding = next((name for mark, name in _WIDE_MARKS if head.startswith(mark)), None)
+    first = head[:200].split(b"\n", 1)[0]
+    if encoding is None and first.count(0) * 3 >= len(first) > 0:
+        encoding = "UTF-16 or UTF-32 (no byte-order mark)"
+    if encoding is not None:
+        raise LogError(
+            f"{path}: the file is encoded as {encoding}, not UTF-8; convert it to UTF-8 "
+            f"first, e.g. with `iconv -f {encoding.split()[0]} -t UTF-8`"
+        )
 
 
 def _guess_delimiter(header: str) -> str:
@@ -378,7 +460,7 @@ def transcode(source: Source, directory: Path, *, line_safe: bool = False) -> So
     # The original's compression, not the source's: ``source`` may be a copy already.
     source = replace(source, gzipped=_is_gzip(source.original))
     if line_safe and source.log_format == "jsonl":
-        return _json_lines_copy(source, directory / "lines.log")
+        return _json_lines_copy(source, directory / "lines.log", source.text_keys)
     if line_safe:
         return _line_safe_copy(source, directory / "lines.log")
     target = directory / "repaired.log"
@@ -406,11 +488,11 @@ def _line_safe_copy(source: Source, target: Path) -> Source:
     )
 
 
-def _json_lines_copy(source: Source, target: Path) -> Source:
+def _json_lines_copy(source: Source, target: Path, text_keys: tuple[str, ...]) -> Source:
     return _copy_by_line(
         source,
         target,
-        blank=lambda n, line: bool(line.strip()) and not _json_object(line),
+        blank=lambda n, line: bool(line.strip()) and not _json_record(line, text_keys),
         data=lambda n, line: bool(line.strip()),
         strip_bom=True,
     )
@@ -460,12 +542,16 @@ def _copy_by_line(
     )
 
 
-def _json_object(line: str) -> bool:
-    """Whether a line is one JSON object (NaN and Infinity are not JSON, so not either)."""
+def _json_record(line: str, text_keys: tuple[str, ...]) -> bool:
+    """Whether a line is one JSON object (NaN and Infinity are not JSON, so not either) whose
+    ``text_keys`` hold a string, null or nothing."""
     try:
-        return isinstance(json.loads(line, parse_constant=_not_json), dict)
+        record = json.loads(line, parse_constant=_not_json)
     except (ValueError, RecursionError):
         return False
+    if not isinstance(record, dict):
+        return False
+    return all(isinstance(record.get(key), str | None) for key in text_keys)
 
 
 def _not_json(name: str) -> object:
@@ -561,7 +647,7 @@ def _types(source: Source, column: str) -> tuple[str, str]:
     """(type the column is read as, type DuckDB sniffed for it)."""
     hint = (source.types or {}).get(column, "VARCHAR").upper()
     read = hint if source.log_format == "parquet" else "VARCHAR"
-    return read, hint
+    return ("JSON" if column in source.text_keys else read), hint
 
 
 def is_numeric_type(type_name: str) -> bool:
@@ -585,7 +671,17 @@ def _text(column: str, read: str) -> str:
 
 
 def _query_sql(column: str, read: str, hint: str) -> str:
+    if read == "JSON":  # a JSON string's text; a number or an object is no query
+        return f"CASE WHEN json_type({column}) = 'VARCHAR' THEN {column} ->> '$' END"
     return _text(column, read)
+
+
+def not_text_sql(source: Source, used: Mapping[str, str]) -> str:
+    """SQL true for a line whose query is a JSON value other than a string or null."""
+    column = used["query"]
+    if column not in source.text_keys:
+        return "false"
+    return f"coalesce(json_type({identifier(column)}) NOT IN ('VARCHAR', 'NULL'), false)"
 
 
 def _id_sql(column: str, read: str, hint: str) -> str:

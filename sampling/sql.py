@@ -28,7 +28,7 @@ from pathlib import Path
 import duckdb
 from duckdb.func import PythonUDFType
 
-from .source import Source, identifier
+from .source import Source, identifier, not_text_sql
 from .strata import PiiPolicy
 from .text import SCREENED, Normalisation, screen_arrow
 
@@ -122,8 +122,8 @@ def events_sql(
     flags = "".join(f", {identifier(used[name])} IS NOT NULL AS seen_{name}" for name in probe)
     return f"""CREATE OR REPLACE TEMP TABLE _events AS
         SELECT raw, hash(raw) AS qh, sh, uh, ts, clk, rc,
-               has_ts_value AND ts IS NULL AS bad_ts{seen}
-        FROM (SELECT {query} AS raw{flags},
+               has_ts_value AND ts IS NULL AS bad_ts, not_text{seen}
+        FROM (SELECT {query} AS raw{flags}, {not_text_sql(source, used)} AS not_text,
                 {fields.get("session_id", "CAST(NULL AS UBIGINT)")} AS sh,
                 {fields.get("user_id", "CAST(NULL AS UBIGINT)")} AS uh,
                 {fields.get("timestamp", "CAST(NULL AS DOUBLE)")} AS ts,

@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 
 from annotation.models import Document, Project, Query
 from annotation.services import project_create
-from formats.trec import FormatError, read_run
+from formats.trec import FormatError, read_run, read_run_table
 from jobs.models import Job, JobState
 from jobs.run import job_run_inline
 from jobs.services import job_retry
@@ -85,11 +85,35 @@ def test_it_refuses_a_nul_in_a_run_line(project, tmp_path: Path) -> None:
     assert "r.run:2: the line holds a NUL character" in refused("import_runs", "docs", str(run))
 
 
-def test_the_run_reader_refuses_a_nul_only_for_storage(tmp_path: Path) -> None:
+def test_every_run_reader_refuses_a_nul(tmp_path: Path) -> None:
     run = write(tmp_path / "r.run", ["q1 Q0 a 1 2.0 s", "q1 Q0 a\x00 1 2.0 s"])
-    assert len(read_run(run)["q1"]) == 2  # the file-level commands keep their reading
-    with pytest.raises(FormatError, match=r"r\.run:2: the line holds a NUL"):
-        read_run(run, max_id_length=200)
+    for read in (read_run, read_run_table):
+        with pytest.raises(FormatError, match=r"r\.run:2: the line holds a NUL"):
+            read(run)
+
+
+@pytest.mark.parametrize(
+    ("command", "args"),
+    [
+        ("evaluate", ("--qrels", "QRELS", "--run", "NUL_RUN")),
+        ("evaluate", ("--qrels", "NUL_QRELS", "--run", "RUN")),
+        ("pool", ("--run", "RUN", "--run", "NUL_RUN", "--depth", "3")),
+        ("compare", ("--qrels", "QRELS", "--baseline", "RUN", "--candidate", "NUL_RUN")),
+        ("agreement", ("--a", "QRELS", "--b", "NUL_QRELS")),
+    ],
+)
+def test_the_file_commands_refuse_a_nul_as_import_runs_does(
+    tmp_path: Path, command: str, args: tuple[str, ...]
+) -> None:
+    # One rule for every reader: trec_eval would cut the id at the NUL and score differently.
+    files = {
+        "RUN": write(tmp_path / "RUN", ["q1 Q0 a 1 2.0 s", "q1 Q0 b 2 1.0 s"]),
+        "NUL_RUN": write(tmp_path / "NUL_RUN", ["q1 Q0 a 1 2.0 s", "q1 Q0 b\x00 2 1.0 s"]),
+        "QRELS": write(tmp_path / "QRELS", ["q1 0 a 1", "q1 0 b 0"]),
+        "NUL_QRELS": write(tmp_path / "NUL_QRELS", ["q1 0 a 1", "q1 0 \x00b 0"]),
+    }
+    with pytest.raises(CommandError, match=r"NUL_(RUN|QRELS):2: the line holds a NUL character"):
+        call_command(command, *(str(files.get(arg, arg)) for arg in args), stdout=io.StringIO())
 
 
 def test_it_refuses_ids_longer_than_the_database_holds(project, tmp_path: Path) -> None:

@@ -126,7 +126,10 @@ def test_it_budgets_with_the_given_share_and_seconds(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("option", "value", "message"),
-    [("--depth", "0", "at least 1"), ("--double-share", "2", "double share")],
+    [
+        ("--depth", "0", "--depth: must be from 1 to"),
+        ("--double-share", "2", "--double-share: must be from 0 to 1, not 2"),
+    ],
 )
 def test_it_refuses_impossible_options(
     tmp_path: Path, option: str, value: str, message: str

@@ -20,6 +20,7 @@ from agreement.report import (
     AgreementReport,
     agreement_report,
 )
+from assay import options as bounded
 from formats.trec import FormatError, read_qrels
 
 
@@ -37,7 +38,7 @@ class Command(BaseCommand):
         parser.add_argument("--b", required=True, metavar="QRELS_B", help="qrels of judge B")
         parser.add_argument(
             "--threshold",
-            type=int,
+            type=bounded.grade,
             default=1,
             help="grades >= this are relevant, for the binary kappa (default 1)",
         )
@@ -49,7 +50,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--bootstrap",
-            type=int,
+            type=bounded.resamples,
             default=DEFAULT_RESAMPLES,
             metavar="N",
             help=f"bootstrap resamples, 0 for none (default {DEFAULT_RESAMPLES})",
@@ -60,7 +61,9 @@ class Command(BaseCommand):
             default="query",
             help="what the bootstrap resamples: whole queries (default) or single pairs",
         )
-        parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+        parser.add_argument(
+            "--seed", type=bounded.seed, default=0, help="bootstrap seed (default 0)"
+        )
         parser.add_argument(
             "--labels",
             help="the label set, e.g. 0,1,2,3 (default: every grade either judge used); "
@@ -68,8 +71,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["seed"] < 0:
-            raise CommandError(f"--seed must be a whole number >= 0, not {options['seed']}")
         qrels = {}
         for side in ("a", "b"):
             try:

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from assay import options as bounded
 from evaluation.cli import add_contract_arguments
 from evaluation.gate import (
     SECONDARY,
@@ -47,14 +48,17 @@ class Command(BaseCommand):
         add_contract_arguments(parser, relevance="the binary measures")
         parser.add_argument(
             "--bootstrap",
-            type=int,
+            type=bounded.resamples,
             default=10_000,
             metavar="N",
             help="paired bootstrap resamples for the 95%% interval (default 10000); "
             "0: the normal interval mean +/- z*se",
         )
         parser.add_argument(
-            "--seed", type=int, default=0, help="bootstrap and permutation seed (default 0)"
+            "--seed",
+            type=bounded.seed,
+            default=0,
+            help="bootstrap and permutation seed (default 0)",
         )
         parser.add_argument(
             "--must-never-break",
@@ -76,7 +80,6 @@ class Command(BaseCommand):
         )
         try:
             metric = single_metric(options["metric"])
-            check_resampling(options["bootstrap"], options["seed"])
             measures = parse_measures([metric, *SECONDARY])
             qrels = read_qrels(options["qrels"])
             base_run, cand_run = read_run(options["baseline"]), read_run(options["candidate"])
@@ -118,15 +121,6 @@ def single_metric(text: str) -> str:
             "recall@100 and hit@5 are reported beside it anyway"
         )
     return names[0]
-
-
-def check_resampling(bootstrap: int, seed: int) -> None:
-    if bootstrap < 0:
-        raise ValueError(
-            f"--bootstrap must be 0 (the normal interval) or a number of resamples, not {bootstrap}"
-        )
-    if seed < 0:
-        raise ValueError(f"--seed must be a whole number >= 0, not {seed}")
 
 
 def text_report(

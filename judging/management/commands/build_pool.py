@@ -5,6 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.cli import input_errors, project_by_slug
+from assay import options as bounded
 from judging.services import pool_open
 from pooling.pooling import judging_budget
 from pooling.services import PoolingError
@@ -15,9 +16,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("project")
-        parser.add_argument("--depth", type=int, default=10)
+        parser.add_argument("--depth", type=bounded.depth, default=10)
         parser.add_argument("--run", action="append", default=[], help="run name (repeatable)")
-        parser.add_argument("--seed", type=int, help="seed of the display order")
+        parser.add_argument("--seed", type=bounded.seed, help="seed of the display order")
         parser.add_argument(
             "--skip-missing",
             action="store_true",

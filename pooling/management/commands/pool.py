@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from assay import options as bounded
 from formats.trec import FormatError
 from pooling.output import format_pool_jsonl, format_pool_trec
 from pooling.pooling import Budget, PoolStats, judging_budget, pool_table
@@ -39,7 +40,9 @@ class Command(BaseCommand):
             help="a run file, qid Q0 docid rank score tag (repeat for every run); "
             "the path, as given, names the run in the output",
         )
-        parser.add_argument("--depth", type=int, required=True, metavar="K", help="pool depth")
+        parser.add_argument(
+            "--depth", type=bounded.depth, required=True, metavar="K", help="pool depth"
+        )
         parser.add_argument(
             "--format",
             choices=sorted(FORMATS),
@@ -52,14 +55,14 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--double-share",
-            type=float,
+            type=bounded.real_number(0, 1),
             default=0.2,
             metavar="SHARE",
             help="share of the pairs judged twice, for agreement (default 0.2)",
         )
         parser.add_argument(
             "--seconds",
-            type=float,
+            type=bounded.real_number(0, 86_400),
             default=30.0,
             help="seconds per judgment, for the budget (default 30)",
         )

@@ -6,7 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.cli import project_by_slug
-from sampling.core import check_seed, parse_quotas
+from assay import options as bounded
+from sampling.core import parse_quotas
 from sampling.models import LogStatus, QueryLog
 from sampling.options import (
     DEFINITION_OPTIONS,
@@ -44,7 +45,9 @@ class Command(BaseCommand):
             "--quota",
             help="draw a sample after the ingest, e.g. head=60,torso=90,tail=120,failures=30",
         )
-        parser.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+        parser.add_argument(
+            "--seed", type=bounded.seed, default=0, help="seed of the draw (default 0)"
+        )
         parser.add_argument(
             "--weighted",
             action="store_true",
@@ -66,7 +69,6 @@ class Command(BaseCommand):
                     "nothing was imported"
                 )
         try:
-            check_seed(options["seed"], "--seed")
             requested = requested_definition(
                 **{name: options[name] for name in DEFINITION_OPTIONS}, mask_pii=options["mask_pii"]
             )

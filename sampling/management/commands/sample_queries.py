@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from assay import options as bounded
 from sampling.core import (
     ColumnMap,
     DefinitionError,
@@ -23,7 +24,6 @@ from sampling.core import (
     Sample,
     Strata,
     StrataDefinition,
-    check_seed,
     ingest_log,
     normalise_query,
     parse_quotas,
@@ -53,7 +53,9 @@ class Command(BaseCommand):
             default="head=60,torso=90,tail=120,failures=30",
             help="queries per stratum (default: head=60,torso=90,tail=120,failures=30)",
         )
-        parser.add_argument("--seed", type=int, help="random seed (default: a fresh one, shown)")
+        parser.add_argument(
+            "--seed", type=bounded.seed, help="random seed (default: a fresh one, shown)"
+        )
         parser.add_argument("--format", choices=("jsonl", "table"), default="jsonl")
         parser.add_argument(
             "--column",
@@ -83,6 +85,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--memory-limit",
+            type=bounded.memory_size,
             help="memory DuckDB may hold while reading the log, e.g. 500MB; beyond it, it "
             "spills to disk (default: 500MB)",
         )
@@ -91,7 +94,9 @@ class Command(BaseCommand):
             help="where DuckDB spills beyond the memory limit (default: a private directory "
             "in the system's temporary directory, deleted afterwards)",
         )
-        parser.add_argument("--threads", type=int, help="threads (default: cores, max 4)")
+        parser.add_argument(
+            "--threads", type=bounded.whole_number(1, 256), help="threads (default: cores, max 4)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -102,10 +107,6 @@ class Command(BaseCommand):
         except (ValueError, OSError) as error:
             raise CommandError(str(error)) from error
         seed = options["seed"] if options["seed"] is not None else secrets.randbelow(2**31)
-        try:
-            check_seed(seed, "--seed")
-        except ValueError as error:
-            raise CommandError(str(error)) from None
         engine = EngineSettings(
             threads=options["threads"], temp_directory=options["temp_directory"] or None
         )
