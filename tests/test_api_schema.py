@@ -20,9 +20,10 @@ from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from hypothesis import HealthCheck, settings
-from rest_framework.authtoken.models import Token
 from schemathesis.config import SchemathesisConfig
 
+from accounts.keys import key_digest
+from accounts.models import ApiToken, password_stamp
 from judging.services import screen_for
 from tests.conftest import World
 
@@ -82,7 +83,9 @@ def member(request: pytest.FixtureRequest, world: World) -> None:
     assert world.project.slug == SLUG
     user = world.alice if request.param == "alice" else world.lead
     screen_for(pool=world.project.pools.get(), user=user)
-    Token.objects.create(user=user, key=TOKEN)
+    ApiToken.objects.create(
+        user=user, name="fuzz", digest=key_digest(TOKEN), stamp=password_stamp(user)
+    )
 
 
 @schema.parametrize()

@@ -136,7 +136,8 @@ def test_eight_annotators_lose_nothing_while_connections_are_terminated(
         page.wait_for_function(ITEM_JS)
         annotators.append(Annotator(user.username, page))
 
-    stop, started, kills = threading.Event(), threading.Event(), []
+    stop, started = threading.Event(), threading.Event()
+    kills: list[int] = []
     own = connection.connection.info.backend_pid
     args = (connection.get_connection_params(), own, stop, started, kills)
     killer = threading.Thread(target=terminate_bursts, args=args, daemon=True)
