@@ -128,8 +128,14 @@ def judge(request: HttpRequest, slug: str) -> HttpResponse:
     access = _get_project_for_judge(request, slug)
     pool = current_pool(access.project)
     screen = screen_for(pool=pool, user=_user(request), take=False) if pool else None
-    context = panel_context(access.project, pool, screen)
-    protocol = screen.protocol if screen else access.project.current_protocol()
+    return _page(request, access.project, pool, screen)
+
+
+def _page(
+    request: HttpRequest, project: Project, pool: Pool | None, screen: Screen | None
+) -> HttpResponse:
+    context = panel_context(project, pool, screen)
+    protocol = screen.protocol if screen else project.current_protocol()
     context["protocol"] = protocol
     context["structure"] = from_content(protocol.content or {}) if protocol else None
     return render(request, "judging/judge.html", context)
@@ -143,7 +149,11 @@ def judge_claim(request: HttpRequest, slug: str) -> HttpResponse:
     access = _get_project_for_judge(request, slug)
     pool = pool_or_404(access)
     if not request.htmx:  # type: ignore[attr-defined]
-        screen_for(pool=pool, user=_user(request))  # claims; the page it goes back to shows it
+        screen = screen_for(pool=pool, user=_user(request))  # claims when one is left
+        if screen.item is None and screen.change is None:
+            # Nothing left: the page read afterwards would offer "Start judging" again, so
+            # say "All done" here (posting it again changes nothing).
+            return _page(request, access.project, pool, screen)
         return redirect("judge", slug=slug)
     return _panel(request, access.project, pool)
 

@@ -477,3 +477,12 @@ def test_opening_the_page_never_claims_and_its_panel_claims_by_post(world: World
     assert response.status_code == 302 and response["Location"] == reverse("judge", args=[slug])
     assert shown_item(bob.get(response["Location"]).content.decode()) is not None
     assert Claim.objects.count() == 2
+
+
+def test_without_javascript_a_claim_with_nothing_left_says_all_done(world: World) -> None:
+    WorkUnit.objects.filter(pool__project=world.project).delete()  # nothing to judge
+    client = world.client_for(world.alice)
+    response = client.post(reverse("judge_claim", args=[world.project.slug]))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "All done" in page and 'id="claim-button"' not in page
