@@ -92,6 +92,7 @@ class Reaped:
     failed: list[int] = field(default_factory=list)
     republished: list[int] = field(default_factory=list)
     cleaned: list[int] = field(default_factory=list)
+    discarded: list[int] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {name: len(ids) for name, ids in vars(self).items()}
@@ -104,6 +105,8 @@ def reap(*, now: datetime | None = None) -> Reaped:
     - running, heartbeat older than JOB_HEARTBEAT_TIMEOUT: its worker died. Queued and
       published again while attempts are left, else failed (retryable);
     - queued, not picked up within JOB_QUEUED_TIMEOUT: its message was lost; published again;
+    - failed for a reason a retry may cure, and left so for JOB_KEEP_FAILED_DAYS: nobody is
+      going to retry it; discarded (its uploaded file would otherwise stay for ever);
     - ended for good (done, discarded, failed for a reason a retry cannot cure) but still
       holding files: the files are deleted.
     """
@@ -118,6 +121,14 @@ def reap(*, now: datetime | None = None) -> Reaped:
             heartbeat_at=now
         ):
             _publish(job, reaped.republished)
+    forgotten = now - timedelta(days=settings.JOB_KEEP_FAILED_DAYS)
+    abandoned = Job.objects.filter(state=JobState.FAILED, retryable=True, finished_at__lt=forgotten)
+    for pk in abandoned.values_list("pk", flat=True):
+        if Job.objects.filter(pk=pk, state=JobState.FAILED, retryable=True).update(
+            state=JobState.DISCARDED, retryable=False,
+            message=f"discarded: not retried within {settings.JOB_KEEP_FAILED_DAYS} days",
+        ):  # fmt: skip
+            reaped.discarded.append(pk)
     ended = Q(state__in=[JobState.DONE, JobState.DISCARDED]) | Q(
         state=JobState.FAILED, retryable=False
     )

@@ -257,6 +257,25 @@ def test_the_reaper_publishes_a_lost_queued_job_and_deletes_files_of_ended_jobs(
     assert not left.exists() and Job.objects.get(pk=ended.pk).files == []
 
 
+def test_the_reaper_discards_a_retryable_failure_nobody_retried_and_deletes_its_file(
+    world: World, settings, media: Path
+) -> None:
+    media.mkdir(parents=True)
+    kept, old = media / "kept.csv", media / "old.csv"
+    for path in (kept, old):
+        path.write_text("query\n")
+    days = settings.JOB_KEEP_FAILED_DAYS
+    recent = a_job(world, state=JobState.FAILED, retryable=True, files=[str(kept)],
+                   finished_at=timezone.now() - timedelta(days=days - 1))  # fmt: skip
+    stale = a_job(world, state=JobState.FAILED, retryable=True, files=[str(old)],
+                  finished_at=timezone.now() - timedelta(days=days, minutes=1))  # fmt: skip
+    reaped = reap()
+    assert (reaped.discarded, reaped.cleaned) == ([stale.pk], [stale.pk])
+    stale.refresh_from_db()
+    assert stale.state == JobState.DISCARDED and stale.files == [] and not old.exists()
+    assert Job.objects.get(pk=recent.pk).state == JobState.FAILED and kept.exists()
+
+
 def test_the_reap_jobs_command_prints_what_it_did(world: World) -> None:
     from io import StringIO
 
@@ -264,4 +283,4 @@ def test_the_reap_jobs_command_prints_what_it_did(world: World) -> None:
 
     out = StringIO()
     call_command("reap_jobs", stdout=out)
-    assert out.getvalue().strip() == "requeued 0, failed 0, republished 0, cleaned 0"
+    assert out.getvalue().strip() == ("requeued 0, failed 0, republished 0, cleaned 0, discarded 0")

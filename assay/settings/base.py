@@ -228,6 +228,9 @@ JOB_QUEUED_TIMEOUT = env_int("JOB_QUEUED_TIMEOUT", 900, minimum=1)
 JOB_REAP_INTERVAL = env_int("JOB_REAP_INTERVAL", 30, minimum=1)
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
 JOB_RETRY_BACKOFF = env_int("JOB_RETRY_BACKOFF", 5, minimum=0)  # seconds, doubled per attempt
+# A failure a retry may cure keeps its uploaded file for the retry; left so this many days, the
+# reaper discards the job and deletes the file.
+JOB_KEEP_FAILED_DAYS = env_int("JOB_KEEP_FAILED_DAYS", 7, minimum=1)
 if JOB_HEARTBEAT_TIMEOUT < 2 * JOB_HEARTBEAT_INTERVAL:
     raise ImproperlyConfigured(
         "JOB_HEARTBEAT_TIMEOUT must be at least twice JOB_HEARTBEAT_INTERVAL, or live jobs "
