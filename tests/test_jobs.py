@@ -125,6 +125,7 @@ def test_a_failed_pool_build_shows_its_reason_on_the_pool_page(world: World) -> 
     assert "could not be built" in page and "not this project&#x27;s" in page
     assert "hx-trigger" not in page  # nothing polls a job that has ended
     assert ">Discard<" in page and ">Retry<" not in page  # retrying cannot cure bad input
+    assert 'data-confirm="Discard this pool build?' in page  # asks before deleting anything
     client.post(reverse("job_discard", args=["empty", job.pk]), {"next": "/"})
     assert (
         "could not be built"
