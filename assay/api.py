@@ -30,10 +30,16 @@ __all__ = [
     "AutoSchema",
     "ErrorOut",
     "exception_handler",
+    "is_api",
     "not_found",
 ]
 
 API_PREFIX = "/api/"
+
+
+def is_api(request: HttpRequest) -> bool:
+    """Whether a request is the API's, which answers JSON (errors and refusals included)."""
+    return request.path.startswith(API_PREFIX)
 
 
 class ErrorOut(serializers.Serializer):
@@ -83,7 +89,7 @@ def _json_for_api(
     status: int, detail: str, page: Callable[..., HttpResponse]
 ) -> Callable[..., HttpResponse]:
     def handler(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if request.path.startswith(API_PREFIX):
+        if is_api(request):
             return JsonResponse({"detail": detail}, status=status)
         return page(request, *args, **kwargs)
 

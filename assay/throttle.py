@@ -15,6 +15,8 @@ from axes.models import AccessAttempt
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
+from assay.api import is_api
+
 LOCKED_OUT = "Too many failed sign-ins for this account or address. Try again in {minutes} minutes."
 
 
@@ -43,7 +45,7 @@ def lockout_response(
     seconds = int(cool_off.total_seconds()) if cool_off else 0
     message = LOCKED_OUT.format(minutes=max(1, round(seconds / 60)))
     response: HttpResponse
-    if request.path.startswith("/api/"):
+    if is_api(request):
         response = JsonResponse({"detail": message}, status=429)
     else:
         response = render(request, "registration/locked_out.html", {"message": message}, status=429)
