@@ -1,15 +1,19 @@
-"""The account page: your API tokens (and, for leads, your annotators'), made and revoked."""
+"""The account page: your API tokens (and, for leads, your annotators'), made and revoked;
+and the page a new account's one-time sign-in link opens, where its owner sets a password."""
 
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from .services import token_create, token_revoke, tokens_visible_to
+from .services import signin_link_user, token_create, token_revoke, tokens_visible_to
 
 
 def _page(request: HttpRequest, *, new_key: str = "", status: int = 200) -> HttpResponse:
@@ -42,3 +46,35 @@ def token_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
     token_revoke(token=token)
     messages.success(request, f"Token “{token.name}” of {token.user.username} revoked.")
     return redirect("account")
+
+
+def welcome(request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
+    """A one-time sign-in link: choose a password, then land signed in on the project.
+
+    Setting the password changes the hash the link's token was made from, so the link stops
+    working at once; so does a newer link, and time (PASSWORD_RESET_TIMEOUT).
+    """
+    user = signin_link_user(uidb64=uidb64, token=token)
+    if user is None:
+        response = render(request, "accounts/welcome.html", {"invalid": True}, status=404)
+    else:
+        form = SetPasswordForm(user, request.POST if request.method == "POST" else None)
+        if form.is_valid():
+            form.save()
+            # Straight in: the owner of the link has just proved it, as a password would.
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, f"Welcome, {user.username}: your password is set.")
+            return redirect(_next(request))
+        status = 400 if form.is_bound else 200
+        context = {"form": form, "account": user}
+        response = render(request, "accounts/welcome.html", context, status=status)
+    # The address holds the token: no page it leads to may learn it from the Referer.
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+def _next(request: HttpRequest) -> str:
+    target = request.GET.get("next", "")
+    if url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+        return target
+    return "/"

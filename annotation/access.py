@@ -64,3 +64,12 @@ def projects_of(request: HttpRequest) -> list[Access]:
         return [Access(p, Role.LEAD) for p in Project.objects.all()]
     memberships = Membership.objects.filter(user=user).select_related("project")
     return [Access(m.project, Role(m.role)) for m in memberships.order_by("project__name")]
+
+
+def may_create_projects(request: HttpRequest) -> bool:
+    """Superusers and the leads of any project: the people who already run a golden set. An
+    annotator-only account cannot start projects (and become their lead) on its own."""
+    user = request.user
+    if not user.is_authenticated:
+        return False
+    return user.is_superuser or Membership.objects.filter(user=user, role=Role.LEAD).exists()

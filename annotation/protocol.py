@@ -148,3 +148,31 @@ def diff(old: str, new: str, context: int = 2) -> list[DiffLine]:
             out.extend(DiffLine("removed", line) for line in a[i1:i2])
             out.extend(DiffLine("added", line) for line in b[j1:j2])
     return out
+
+
+def starter(project_name: str) -> Protocol:
+    """The draft a new project's protocol editor opens on: the usual four grades, worded
+    generally, and an introduction that says what is left to write. The method asks for the
+    protocol before anyone judges; a blank editor gives a lead nothing to react to, and a
+    published default would stamp judgments with a definition nobody on the team wrote."""
+    intro = (
+        f"# Judging protocol: {project_name}\n\n"
+        "## Task\n\n"
+        "For each query, grade how well the shown document answers what the person who typed "
+        "the query needed. Read the query and settle on what they want to get done, then read "
+        "the whole document, not only its title.\n\n"
+        "When torn between two grades, choose the lower one and leave a short note.\n\n"
+        "(A starter draft: say who searches and for what, add anchor examples from your own "
+        "corpus and the edge cases your team has met, then publish.)"
+    )
+    grades = (
+        GradeDef(3, "Perfectly relevant", "the document answers the query on its own."),
+        GradeDef(
+            2,
+            "Highly relevant",
+            "the document answers the query but needs another page or extra steps.",
+        ),
+        GradeDef(1, "Related", "the document is on the topic but does not answer the query."),
+        GradeDef(0, "Irrelevant", "nothing useful for this query."),
+    )
+    return Protocol(intro=intro, grades=grades)

@@ -20,6 +20,7 @@ from judging import views as judging_views
 from judging import views_lead as judging_lead_views
 from judging import views_project
 from pooling import views as pooling_views
+from pooling import views_data as pooling_data_views
 from sampling import views as sampling_views
 
 # JSON for /api/ paths no API view answered (a slug that is not a slug), HTML pages elsewhere.
@@ -30,9 +31,15 @@ handler500 = "assay.api.server_error"
 
 urlpatterns = [
     path("", annotation_views.home, name="home"),
+    path("projects/new/", annotation_views.project_new, name="project_new"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/", accounts_views.account, name="account"),
+    path(
+        "accounts/welcome/<str:uidb64>/<str:token>/",
+        accounts_views.welcome,
+        name="account_welcome",
+    ),
     path("accounts/tokens/", accounts_views.token_new, name="token_new"),
     path(
         "accounts/tokens/<int:pk>/revoke/",
@@ -84,10 +91,16 @@ urlpatterns = [
     path(
         "p/<slug:slug>/judging/members/", judging_lead_views.member_add, name="judging_member_add"
     ),
+    path(
+        "p/<slug:slug>/judging/members/<int:user_id>/link/",
+        judging_lead_views.member_link,
+        name="judging_member_link",
+    ),
     path("p/<slug:slug>/judging/policy/", judging_lead_views.policy_save, name="judging_policy"),
     path("p/<slug:slug>/protocol/", protocol_views.protocol_detail, name="protocol_detail"),
     path("p/<slug:slug>/protocol/diff/", protocol_views.protocol_diff_view, name="protocol_diff"),
     path("p/<slug:slug>/protocol/edit/", protocol_views.protocol_edit, name="protocol_edit"),
+    path("p/<slug:slug>/data/", pooling_data_views.data_page, name="project_data"),
     path("p/<slug:slug>/pool/", pooling_views.pool_detail, name="pool_detail"),
     path("p/<slug:slug>/pool/new/", judging_lead_views.pool_create, name="pool_create"),
     path("p/<slug:slug>/qrels/", evaluation_views.qrels_download, name="qrels_download"),

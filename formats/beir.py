@@ -21,7 +21,14 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from formats.text import FormatError, check_no_nul, check_unique, check_writable_id, lines
+from formats.text import (
+    FormatError,
+    OnProgress,
+    check_no_nul,
+    check_unique,
+    check_writable_id,
+    lines,
+)
 
 __all__ = ["CorpusDoc", "FormatError", "QueryRow", "iter_corpus", "iter_queries"]
 
@@ -62,9 +69,10 @@ def _iter_records(
     tsv_parser: _LineParser,
     max_id_length: int | None = None,
     fields: tuple[str, str, str] = ("the id", "the title", "the text"),
+    on_progress: OnProgress | None = None,
 ) -> Iterator[tuple[str, str, str]]:
     """Shared loop of the corpus and query readers: detect the format, check ids."""
-    numbered = lines(path)
+    numbered = lines(path, on_progress=on_progress)
     first = next(numbered, None)
     if first is None:
         return
@@ -153,7 +161,9 @@ def _corpus_tsv_parser() -> _LineParser:
     return parse
 
 
-def iter_corpus(path: str | Path, *, max_id_length: int | None = None) -> Iterator[CorpusDoc]:
+def iter_corpus(
+    path: str | Path, *, max_id_length: int | None = None, on_progress: OnProgress | None = None
+) -> Iterator[CorpusDoc]:
     """Stream documents from BEIR ``corpus.jsonl`` or a TSV ``docid<TAB>[title<TAB>]text``.
 
     JSONL when the first non-blank line starts with ``{``. JSON id keys: ``_id``, ``docid``,
@@ -161,9 +171,12 @@ def iter_corpus(path: str | Path, *, max_id_length: int | None = None) -> Iterat
     ``body``; ``title`` is optional. In TSV every line has the column count of the first.
     Ids must be non-empty, unique, and free of whitespace (TREC files could not hold them), and
     no longer than ``max_id_length`` when it is given; no field may hold a NUL character.
+    ``on_progress`` follows the reading (see :func:`formats.text.lines`).
     """
     parse_tsv = _corpus_tsv_parser()
-    records = _iter_records(path, "document", _corpus_json, parse_tsv, max_id_length)
+    records = _iter_records(
+        path, "document", _corpus_json, parse_tsv, max_id_length, on_progress=on_progress
+    )
     for docid, title, text in records:
         yield CorpusDoc(docid=docid, title=title, text=text)
 
@@ -185,16 +198,21 @@ def _query_tsv(path: str | Path, number: int, line: str) -> tuple[str, str, str]
     return qid, "", text
 
 
-def iter_queries(path: str | Path, *, max_id_length: int | None = None) -> Iterator[QueryRow]:
+def iter_queries(
+    path: str | Path, *, max_id_length: int | None = None, on_progress: OnProgress | None = None
+) -> Iterator[QueryRow]:
     """Stream queries from BEIR ``queries.jsonl`` or TSV ``qid<TAB>text`` (the TREC DL topics).
 
     JSON id keys: ``_id``, ``qid``, ``query_id``; text keys: ``text``, ``query``; optional
     ``description``, ``narrative`` and ``notes`` become the query's description (joined by a
     blank line), shown to judges beside the query. TSV lines have exactly 2 columns. Qids must
     be non-empty, unique, free of whitespace and no longer than ``max_id_length`` when it is
-    given; no field may hold a NUL character.
+    given; no field may hold a NUL character. ``on_progress`` follows the reading (see
+    :func:`formats.text.lines`).
     """
     fields = ("the id", "the description", "the text")
-    records = _iter_records(path, "query", _query_json, _query_tsv, max_id_length, fields)
+    records = _iter_records(
+        path, "query", _query_json, _query_tsv, max_id_length, fields, on_progress
+    )
     for qid, description, text in records:
         yield QueryRow(qid=qid, text=text, description=description)

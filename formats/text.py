@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TextIO, cast
 
 __all__ = [
     "FormatError",
+    "OnProgress",
+    "ReadProgress",
     "check_id_length",
     "check_no_nul",
     "check_unique",
@@ -72,9 +76,10 @@ class _Utf8Lines(io.TextIOBase):
     and keep their terminator, like a file opened with ``newline=""``.
     """
 
-    def __init__(self, raw: IO[bytes] | gzip.GzipFile, path: str) -> None:
+    def __init__(self, raw: IO[bytes] | gzip.GzipFile, path: str, stored: IO[bytes]) -> None:
         super().__init__()
         self._raw = raw
+        self._stored = stored  # the file as stored (compressed when gzip), for progress
         self._path = path
         self._line = 0
         self._pending = ""
@@ -109,7 +114,13 @@ class _Utf8Lines(io.TextIOBase):
 
     def close(self) -> None:
         self._raw.close()
+        self._stored.close()  # a GzipFile given a file object leaves it open
         super().close()
+
+    def position(self) -> ReadProgress:
+        """How far into the stored file reading has come (gzip reads ahead a little)."""
+        size = os.fstat(self._stored.fileno()).st_size
+        return ReadProgress(line=self._line, done=min(self._stored.tell(), size), total=size)
 
     def _decode_next(self) -> str:
         try:
@@ -138,22 +149,59 @@ def open_text(path: str | Path) -> TextIO:
     Invalid UTF-8 raises :class:`FormatError` with the number of the offending line when
     that line is read. The caller closes the returned stream (it is a context manager).
     """
-    # The returned reader owns and closes the binary stream, hence no ``with`` here.
-    raw = gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")  # noqa: SIM115
-    return cast(TextIO, _Utf8Lines(raw, str(path)))
+    return cast(TextIO, _open(path))
 
 
-def lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line)`` for non-blank lines, without the line terminator."""
-    with open_text(path) as fh:
+def _open(path: str | Path) -> _Utf8Lines:
+    # The returned reader owns and closes the binary streams, hence no ``with`` here.
+    stored = open(path, "rb")  # noqa: SIM115
+    try:
+        gzipped = stored.read(2) == GZIP_MAGIC
+        stored.seek(0)
+        raw: IO[bytes] | gzip.GzipFile = gzip.GzipFile(fileobj=stored) if gzipped else stored
+    except BaseException:
+        stored.close()
+        raise
+    return _Utf8Lines(raw, str(path), stored)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadProgress:
+    """How far a reader has come: lines read, and bytes of the file as stored (compressed
+    bytes for a gzip file, so that ``done / total`` is the share read either way)."""
+
+    line: int
+    done: int
+    total: int
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 1.0
+
+
+OnProgress = Callable[[ReadProgress], None]
+PROGRESS_LINES = 1000  # lines between two progress calls: cheap, and often enough for a bar
+
+
+def lines(path: str | Path, *, on_progress: OnProgress | None = None) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, line)`` for non-blank lines, without the line terminator.
+
+    ``on_progress`` is called every PROGRESS_LINES lines and once at the end of the file;
+    whatever it raises stops the reading (a cancelled job).
+    """
+    with _open(path) as fh:
         for number, line in enumerate(fh, start=1):
             if number == 1:
                 # Spreadsheet tools prepend a byte-order mark; it would otherwise end up
                 # glued to the first id.
                 line = line.removeprefix("\ufeff")
             line = line.rstrip("\r\n")
+            if on_progress is not None and number % PROGRESS_LINES == 0:
+                on_progress(fh.position())
             if line.strip():
                 yield number, line
+        if on_progress is not None:
+            on_progress(fh.position())
 
 
 # --------------------------------------------------------------------------- fields

@@ -73,7 +73,7 @@ def job_execute(job_id: int, *, heartbeat: bool) -> float | None:
         return None
     beat = Heartbeat(job) if heartbeat else None
     try:
-        return _attempt(job)
+        return _attempt(job, beat)
     finally:
         if beat is not None:
             beat.stop()
@@ -85,10 +85,10 @@ def job_run_inline(job_id: int) -> None:
         time.sleep(pause)
 
 
-def _attempt(job: Job) -> float | None:
+def _attempt(job: Job, beat: Heartbeat | None) -> float | None:
     try:
         handler: Handler = import_string(job.handler)
-        result = handler(job, _progress(job))
+        result = handler(job, _progress(job, beat))
     except JobLost:
         log.warning("job %s: attempt %s lost the job to another; stopped", job.pk, job.attempts)
     except JobInputError as error:
@@ -172,7 +172,11 @@ def _fresh_write(write: Callable[[], int]) -> int:
     return 0
 
 
-def _progress(job: Job) -> Progress:
+def _progress(job: Job, beat: Heartbeat | None) -> Progress:
+    """The handler's progress callback. With a heartbeat thread (a worker), the thread writes
+    the progress on its own connection: a handler inside a long transaction (an all-or-nothing
+    import) would otherwise hide its progress from the page until it commits, and hold the
+    job's row locked against the heartbeat and the reaper."""
     last = 0.0
 
     def report(fraction: float, message: str) -> None:
@@ -181,12 +185,11 @@ def _progress(job: Job) -> Progress:
         if now - last < PROGRESS_EVERY and fraction < 1.0:
             return
         last = now
-        written = _owned(job).update(
-            progress=min(max(fraction, 0.0), 1.0),
-            message=message[:500],
-            heartbeat_at=timezone.now(),
-        )
-        if not written:
+        fields = {"progress": min(max(fraction, 0.0), 1.0), "message": message[:500]}
+        if beat is not None:
+            beat.report(fields)
+            return
+        if not _owned(job).update(heartbeat_at=timezone.now(), **fields):
             raise JobLost(f"job {job.pk} is no longer this attempt's")
 
     return report
@@ -199,11 +202,17 @@ def _reason(error: BaseException) -> str:
 
 
 class Heartbeat:
-    """Keeps `heartbeat_at` fresh while a long step reports no progress, on its own database
-    connection (closed when it stops): the reaper tells a dead worker by a stopped heartbeat."""
+    """Keeps `heartbeat_at` fresh while a long step reports no progress, and writes the
+    progress the handler reports, on its own database connection (closed when it stops): the
+    reaper tells a dead worker by a stopped heartbeat."""
 
     def __init__(self, job: Job) -> None:
+        self._job_id = job.pk
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._pending: dict[str, Any] = {}
+        self._lost = False
         self._thread = threading.Thread(
             target=self._run,
             args=(job.pk, job.attempts),
@@ -212,16 +221,33 @@ class Heartbeat:
         )
         self._thread.start()
 
+    def report(self, fields: dict[str, Any]) -> None:
+        """Have the thread write these fields now (from the handler's thread); raises
+        JobLost once a write found the job no longer this attempt's."""
+        if self._lost:
+            raise JobLost(f"job {self._job_id} is no longer this attempt's")
+        with self._lock:
+            self._pending = fields
+        self._wake.set()
+
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         self._thread.join(timeout=settings.JOB_HEARTBEAT_INTERVAL + 5)
 
     def _run(self, job_id: int, attempt: int) -> None:
         owned = Job.objects.filter(pk=job_id, state=JobState.RUNNING, attempts=attempt)
         try:
-            while not self._stop.wait(settings.JOB_HEARTBEAT_INTERVAL):
+            while True:
+                self._wake.wait(settings.JOB_HEARTBEAT_INTERVAL)
+                self._wake.clear()
+                if self._stop.is_set():
+                    return
+                with self._lock:
+                    fields, self._pending = self._pending, {}
                 try:
-                    if not owned.update(heartbeat_at=timezone.now()):
+                    if not owned.update(heartbeat_at=timezone.now(), **fields):
+                        self._lost = True
                         return  # the job ended or is another attempt's now
                 except DatabaseError as error:
                     log.warning("job %s heartbeat failed, reconnecting: %s", job_id, error)

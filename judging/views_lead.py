@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -13,6 +14,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from accounts.services import (
+    AccountError,
+    SignInLink,
+    member_invite,
+    signin_link,
+    signin_link_refusal,
+)
 from annotation.access import Access, project_for_lead
 from annotation.models import Role
 from annotation.services import membership_set
@@ -180,18 +188,62 @@ def claim_reassign_view(request: HttpRequest, slug: str, claim_id: int) -> HttpR
 @login_required
 @require_POST
 def member_add(request: HttpRequest, slug: str) -> HttpResponse:
+    """Give an account a role in the project; a username nobody has yet gets a new account,
+    whose one-time sign-in link this answer shows (and nothing stores)."""
     access = _get_project_for_lead(request, slug)
     username = _username(request, "username")
-    user = User.objects.filter(username=username, is_active=True).first()
     role = request.POST.get("role", Role.ANNOTATOR)
     if role not in Role.values:
         messages.error(request, f"No such role {role!r}: choose one of {', '.join(Role.values)}.")
-    elif user is None:
-        messages.error(request, f"No active user named {username!r}: create the account first.")
+        return redirect("judging_overview", slug=slug)
+    user = User.objects.filter(username=username).first()
+    if user is None:
+        try:
+            link = member_invite(project=access.project, username=username, role=Role(role))
+        except AccountError as error:
+            messages.error(request, str(error))
+            return redirect("judging_overview", slug=slug)
+        return _link_page(request, access, link, created=True)
+    if not user.is_active:
+        messages.error(request, f"The account {username!r} is deactivated; ask an administrator.")
     else:
         membership_set(project=access.project, user=user, role=Role(role))
         messages.info(request, f"{user.username} is now a {role} of this project.")
     return redirect("judging_overview", slug=slug)
+
+
+@login_required
+@require_POST
+def member_link(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
+    """A new one-time sign-in link for a member who has never set a password (the earlier
+    link stops working)."""
+    access = _get_project_for_lead(request, slug)
+    member = get_object_or_404(access.project.memberships.select_related("user"), user_id=user_id)
+    refusal = signin_link_refusal(by=request.user, user=member.user)  # type: ignore[arg-type]
+    if refusal:
+        messages.error(request, refusal)
+        return redirect("judging_overview", slug=slug)
+    link = signin_link(user=member.user, project=access.project)
+    return _link_page(request, access, link, created=False)
+
+
+def _link_page(
+    request: HttpRequest, access: Access, link: SignInLink, created: bool
+) -> HttpResponse:
+    """The link, in this answer only: not in a message (those are kept in the session or a
+    cookie until shown), not in a redirect's address; every page is sent no-store."""
+    context = {
+        "project": access.project,
+        "account": link.user,
+        "role": access.project.memberships.get(user=link.user).role,
+        "link": request.build_absolute_uri(link.path),
+        "expires_at": link.expires_at,
+        "lifetime_seconds": settings.PASSWORD_RESET_TIMEOUT,
+        "created": created,
+    }
+    response = render(request, "annotation/member_link.html", context, status=201)
+    response["Referrer-Policy"] = "no-referrer"
+    return response
 
 
 @login_required

@@ -141,6 +141,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
+# How long a one-time sign-in link (a new account's "set your password" page) works.
+PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_TIMEOUT", 3 * 24 * 3600, minimum=60)
+# The site's address as people reach it (https://assay.example), for links printed by
+# commands (`add_member --create`); pages build their links from the request.
+ASSAY_BASE_URL = env_str("ASSAY_BASE_URL").rstrip("/")
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -171,6 +176,8 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # workers must share this directory (a volume in docker/compose.yaml).
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(BASE_DIR / "media")))
 LOG_UPLOAD_MAX_BYTES = env_int("LOG_UPLOAD_MAX_BYTES", 20 * 1024**3, minimum=1)
+# A corpus or query file uploaded on a project's Data page (the commands have no limit).
+IMPORT_UPLOAD_MAX_BYTES = env_int("IMPORT_UPLOAD_MAX_BYTES", 10 * 1024**3, minimum=1)
 
 # Uploads: run and corpus files can be large; they are streamed to a temporary file.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024

@@ -4,12 +4,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotation.models import Project
-from annotation.services import project_create
+from annotation.services import ProjectError, project_start
 
 
 class Command(BaseCommand):
-    help = "Create a project (its slug is what every other command takes)."
+    help = (
+        "Create a project (its slug is what every other command takes); its protocol editor "
+        "opens on a starter draft."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
@@ -18,9 +20,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         slug = options["slug"]
-        if Project.objects.filter(slug=slug).exists():
-            raise CommandError(f"project {slug!r} exists already")
-        project = project_create(
-            slug=slug, name=options["name"] or slug, description=options["description"]
-        )
+        try:
+            project = project_start(
+                slug=slug, name=options["name"] or slug, description=options["description"]
+            )
+        except ProjectError as error:
+            raise CommandError(str(error)) from None
         self.stdout.write(f"created project {project.slug!r}")
