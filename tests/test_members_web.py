@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import re
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -42,7 +43,7 @@ def shown(response) -> str:
     return " ".join(str(m) for m in get_messages(response.wsgi_request))
 
 
-def set_password(link: str, password: str = NEW_PASSWORD) -> tuple[Client, object]:
+def set_password(link: str, password: str = NEW_PASSWORD) -> tuple[Client, Any]:
     client = Client()
     response = client.post(link, {"new_password1": password, "new_password2": password})
     return client, response
