@@ -45,10 +45,13 @@ FAST_JOBS = {
 
 
 def slow_job(job: Job, progress: Any) -> dict[str, Any]:
-    """A job of `seconds` seconds that reports progress all along (run by the worker)."""
+    """A job of `seconds` seconds that reads the database and reports progress all along (run
+    by the worker). It reads as a real handler does: in a worker the progress goes through the
+    heartbeat thread's connection, so a fault on the handler's own shows only when it uses it."""
     steps = int(job.params["seconds"] * 10)
     for step in range(steps):
         time.sleep(0.1)
+        Job.objects.filter(pk=job.pk).exists()
         progress(step / steps, f"step {step}")
     return {"summary": "slept"}
 
