@@ -18,9 +18,9 @@ from django.utils import timezone
 from annotation.models import Role
 from annotation.services import membership_set, project_create
 from assay.celery import app
+from formats.trec import RunRow
 from jobs.models import Job, JobState
 from jobs.run import job_execute
-from formats.trec import RunRow
 from jobs.services import job_create, reap
 from pooling.models import Pool
 from pooling.services import run_create
