@@ -294,8 +294,11 @@ def pool_open(
     """Build a pool of `runs` and open it for judging (see the module's rules).
 
     The pool becomes the project's current one, so its work units are created in the same
-    transaction: annotators never see a current pool with nothing to claim.
+    transaction: annotators never see a current pool with nothing to claim. The project row is
+    locked first: two builds at once run one after the other, each planned on what the other
+    built.
     """
+    project_lock(project)
     seed = seed if seed is not None else new_seed()
     plan = pool_plan(
         project=project, runs=runs, depth=depth, seed=seed, scope=scope, skip_missing=skip_missing
@@ -303,6 +306,12 @@ def pool_open(
     return pool_write(plan, project=project, runs=runs, depth=depth, scope=scope, user=user)
 
 
+def project_lock(project: Project) -> None:
+    """Hold the project's row until the transaction ends (a no-op on SQLite)."""
+    Project.objects.select_for_update().filter(pk=project.pk).exists()
+
+
+@transaction.atomic
 def pool_write(
     plan: PoolPlan,
     *,
@@ -442,7 +451,8 @@ def pool_open_once(
     second then finds either its own pool (a redelivery) or another one newer than the preview
     it was confirmed on, and refuses (PoolChanged) rather than add to work it was not shown.
     """
-    project = Project.objects.select_for_update().get(pk=project_id)
+    project = Project.objects.get(pk=project_id)
+    project_lock(project)
     runs = list(Run.objects.filter(project=project, pk__in=run_ids).order_by("name"))
     if len(runs) != len(set(run_ids)):
         raise PoolingError("some of the runs asked for are not this project's")

@@ -251,3 +251,26 @@ def test_the_preview_names_documents_missing_from_the_corpus(world: World) -> No
     assert "1 pooled documents are not in the corpus" in page and "nowhere" in page
     page = preview(lead, slug, runs=[ghost.pk], depth=5, scope="all", skip_missing="on")
     assert 'id="preview-missing"' in page and "nowhere" in page
+
+
+def test_the_command_previews_then_builds_a_pool_of_new_queries(world: World) -> None:
+    import io
+
+    from django.core.management import call_command
+
+    world.project.queries.create(qid="q3", text="third question")
+    run_create(
+        project=world.project,
+        name="q3-only",
+        ranked={"q3": [RunRow("q3", "d2", 1, 1.0, "x"), RunRow("q3", "d4", 2, 0.5, "x")]},
+    )
+    out = io.StringIO()
+    pools = Pool.objects.count()
+    args = ("build_pool", "acme", "--run", "q3-only", "--queries", "new", "--depth", "5")
+    call_command(*args, "--preview", stdout=out)
+    assert Pool.objects.count() == pools
+    assert "2 pairs selected, 2 new, 0 already judged" in out.getvalue()
+    call_command(*args, stdout=out)
+    pool = current_pool(world.project)
+    assert pool is not None and (pool.selected, pool.added, pool.scope) == (2, 2, "new")
+    assert f"pool #{pool.pk} built" in out.getvalue()
