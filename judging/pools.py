@@ -167,14 +167,17 @@ def pool_plan(
 
 
 def _open_work(pool: Pool) -> dict[Key, int]:
-    """The pool's work items as (query, document) -> their pair pk, in the pool's order."""
+    """The work items of the pool's unfinished units (fewer finished claims than judges
+    needed) as (query, document) -> their pair pk, in the pool's order. Finished units are
+    left out unread: a large pool is mostly finished when the next one is built."""
     sql = (
         "SELECT p.query_id, p.document_id, p.id FROM judging_workitem w"
         " JOIN judging_workunit u ON u.id = w.unit_id JOIN pooling_pair p ON p.id = w.pair_id"
-        " WHERE u.pool_id = %s ORDER BY u.position, w.position"
+        " WHERE u.pool_id = %s AND u.judges_needed > (SELECT count(*) FROM judging_claim c"
+        " WHERE c.unit_id = u.id AND c.state = %s) ORDER BY u.position, w.position"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [pool.pk])
+        cursor.execute(sql, [pool.pk, ClaimState.DONE.value])
         return {(q, d): pk for q, d, pk in cursor.fetchall()}
 
 
@@ -252,7 +255,8 @@ def _draw(
     over every query pooled so far (earlier doubles count). Only queries nobody has graded any
     pair of are drawn: a query's judged pairs are never reopened for a second judge."""
     share = policy_of(project).double_share
-    pooled = set(Pair.objects.filter(query__project=project).values_list("query_id", flat=True))
+    pairs = Pair.objects.filter(query__project=project)
+    pooled = set(pairs.values_list("query_id", flat=True).distinct())
     pooled |= set(selection.query_ids.values())
     graded_queries = {query for query, _ in graders}
     size: dict[str, int] = defaultdict(int)
