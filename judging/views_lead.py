@@ -134,7 +134,9 @@ def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
         scope=wanted.scope,
         skip_missing=wanted.skip_missing,
         after=after,
-        check_after=True,
+        # Confirmed on a preview: refused if another pool was built since. A post without one
+        # (a script) builds on whatever is current, as the command does.
+        check_after="after" in request.POST,
         user=request.user,  # type: ignore[arg-type]
     )
     try:
