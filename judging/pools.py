@@ -134,12 +134,13 @@ def pool_plan(
     )
     previous = current_pool(project)
     carried = _open_work(previous) if previous is not None else {}
+    started = _started_queries(previous) if previous is not None else set()
     queries = set(selection.query_ids.values()) | {q for q, _ in carried}
     existing = existing_pairs(set(selection.query_ids.values()))
     graders = graders_of(queries)
     strata = dict(project.queries.values_list("pk", "stratum"))
     double_before = _double_queries(project)
-    work = _work(selection, seed, carried, graders, double_before)
+    work = _work(selection, seed, carried, started, graders)
     drawn = _draw(project, selection, work, graders, double_before, strata, seed)
     double = double_before | drawn
     units = [
@@ -209,18 +210,25 @@ def _double_queries(project: Project) -> set[int]:
     return set(units.values_list("query_id", flat=True).distinct())
 
 
+def _started_queries(pool: Pool) -> set[int]:
+    """Queries of the pool somebody has claimed (whatever became of the claim)."""
+    return set(Claim.objects.filter(pool=pool).values_list("unit__query_id", flat=True))
+
+
 def _work(
     selection: Selection,
     seed: int,
     carried: dict[Key, int],
+    started: set[int],
     graders: dict[Key, int],
-    double: set[int],
 ) -> list[tuple[int, list[Key], int]]:
     """Per query with work: (query, its candidate pairs in display order, how many carried).
 
-    Carried work comes first, in the previous pool's order (started queries are finished
-    first); then the new queries in this pool's order. A pair graded by as many people as
-    could ever be needed (two) is never work; the rest are decided once the doubles are known.
+    Queries someone started in the previous pool come first, in its order (started work is
+    finished first); then the others, new and carried alike, in this pool's seeded order (the
+    carried ones shuffled in among the new, so that neither kind waits behind the other). A
+    pair graded by as many people as could ever be needed (two) is never work; the rest are
+    decided once the doubles are known.
     """
     q, d = selection.query_ids, selection.document_ids
     fresh: dict[int, list[Key]] = defaultdict(list)
@@ -229,8 +237,14 @@ def _work(
     old: dict[int, list[Key]] = defaultdict(list)
     for key in carried:
         old[key[0]].append(key)
+    first = [query for query in old if query in started]
+    untouched = [query for query in old if query not in started]
+    rest = untouched + [query for query in fresh if query not in old]
+    if untouched:  # they mix in among the new ones
+        rest.sort()
+        random.Random(derived_seed(seed, "units")).shuffle(rest)
     work = []
-    for query in [*old, *(query for query in fresh if query not in old)]:
+    for query in [*first, *rest]:
         keys = list(dict.fromkeys([*old.get(query, []), *fresh.get(query, [])]))
         if old.get(query) and fresh.get(query):
             # Mixed, the order would tell the new (deeper) documents apart: shuffle them.
