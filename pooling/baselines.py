@@ -228,10 +228,12 @@ def baseline_names(only: Sequence[str] | None) -> list[str]:
     """The baselines asked for, in :data:`BASELINES` order; an unknown name is a ValueError."""
     if only is None:
         return list(BASELINES)
+    known = ", ".join(BASELINES)
     unknown = [name for name in only if name not in BASELINES]
-    if unknown or not only:
-        known = ", ".join(BASELINES)
-        raise ValueError(f"unknown baseline {', '.join(unknown) or '(none)'}; known: {known}")
+    if unknown:
+        raise ValueError(f"unknown baseline {', '.join(unknown)}; known: {known}")
+    if not only:
+        raise ValueError(f"no baseline chosen; known: {known}")
     return [name for name in BASELINES if name in only]
 
 

@@ -125,7 +125,7 @@ def run_reports(project: Project) -> dict[int, RunReport]:
     kinds = (RUN_IMPORT, RUN_BASELINES)
     jobs = Job.objects.filter(project=project, kind__in=kinds, state=JobState.DONE)
     reports: dict[int, RunReport] = {}
-    for result in jobs.exclude(result=None).values_list("result", flat=True):
+    for result in jobs.filter(result__isnull=False).values_list("result", flat=True):
         for data in (result or {}).get("runs", []):
             report = RunReport.from_dict(data)
             reports[report.run_id] = report
@@ -267,9 +267,16 @@ def _shown(message: str, files: Sequence[RunFile]) -> str:
 def baselines_queue(
     *, project: Project, k: int = 100, only: Sequence[str] | None = None, user: User | None
 ) -> Job:
-    """The queued job running the built-in baselines (publish it once committed)."""
+    """The queued job running the built-in baselines (publish it once committed). Refused
+    while the project has no documents or no queries, or runs the baselines already."""
     names = _names(only)
     _check_k(k)
+    _check_inputs(project)
+    running = Job.objects.filter(
+        project=project, kind=RUN_BASELINES, state__in=(JobState.QUEUED, JobState.RUNNING)
+    )
+    if running.exists():
+        raise PoolingError("The baselines are running already; their runs appear when done.")
     return job_create(
         project=project,
         kind=RUN_BASELINES,
@@ -320,14 +327,11 @@ def baselines_compute(
     project; nothing is written. A baseline that retrieves nothing maps to ``{}``."""
     names = _names(only)
     _check_k(k)
+    _check_inputs(project)
     progress(0.0, "reading the corpus")
     docs = [CorpusDoc(*row) for row in _documents(project)]
-    queries = [QueryRow(qid, text) for qid, text in project.queries.order_by("pk").values_list(
-        "qid", "text")]  # fmt: skip
-    if not docs:
-        raise PoolingError(f"project {project.slug!r} has no documents; import a corpus first")
-    if not queries:
-        raise PoolingError(f"project {project.slug!r} has no queries; import or sample some")
+    pairs = project.queries.order_by("pk").values_list("qid", "text")
+    queries = [QueryRow(qid, text) for qid, text in pairs]
     ranked: dict[str, dict[str, list[RunRow]]] = {}
     for i, name in enumerate(names):
         progress(
@@ -391,6 +395,13 @@ def ranked_by_query(rows: Iterable[RunRow]) -> dict[str, list[RunRow]]:
     for row in rows:
         grouped[row.qid].append(row)
     return {qid: rank_run(query_rows) for qid, query_rows in grouped.items()}
+
+
+def _check_inputs(project: Project) -> None:
+    if not project.documents.exists():
+        raise PoolingError(f"project {project.slug!r} has no documents; import a corpus first")
+    if not project.queries.exists():
+        raise PoolingError(f"project {project.slug!r} has no queries; import or sample some")
 
 
 def _names(only: Sequence[str] | None) -> list[str]:

@@ -13,6 +13,7 @@ from jobs.services import latest_job
 
 from .pooling import pool_stats
 from .services import POOL_BUILD, current_pool, pool_entries
+from .views_runs import runs_context
 
 SHOWN_BUILD_STATES = (JobState.QUEUED, JobState.RUNNING, JobState.FAILED)
 
@@ -44,4 +45,5 @@ def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "project": project, "pool": pool, "stats": stats, "runs": project.runs.all(),
         "build": build,
     }  # fmt: skip
+    context.update(runs_context(project))  # the Runs and Queries sections (views_runs.py)
     return render(request, "pooling/pool_detail.html", context)
