@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -59,7 +60,7 @@ def _back(slug: str, anchor: str) -> HttpResponse:
 
 
 @login_required
-def queries_download(request: HttpRequest, slug: str) -> HttpResponse:
+def queries_download(request: HttpRequest, slug: str) -> HttpResponseBase:
     access = _get_project_for_lead(request, slug)
     fmt = request.GET.get("format", "tsv")
     if fmt not in QUERY_DOWNLOADS:

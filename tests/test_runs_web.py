@@ -157,6 +157,7 @@ def test_it_uploads_runs_and_reports_what_the_project_lacks(world: World, media:
     packed = run_file("sys2.run.gz", ["q2 Q0 d4 1 2.0 sys2", "q2 Q0 d5 2 1.0 sys2"], True)
     job = upload(lead, "acme", plain, packed)
     assert job is not None and job.state == JobState.DONE, job and job.error
+    assert job.result is not None
     runs = {run.name: run for run in Run.objects.filter(project=world.project)}
     assert runs["sys1"].source == "sys1.run" and runs["sys1"].results.count() == 4
     assert runs["sys2"].source == "sys2.run.gz" and runs["sys2"].results.count() == 2
@@ -350,7 +351,8 @@ def test_the_baselines_button_runs_them_in_the_background(world: World) -> None:
     assert "Running bm25, tfidf" in response.content.decode()
     assert sorted(project.runs.values_list("name", flat=True)) == ["bm25", "tfidf"]
     job = Job.objects.get(kind="run_baselines")
-    assert job.state == JobState.DONE and "2 runs stored" in job.result["summary"]
+    assert job.state == JobState.DONE and job.result is not None
+    assert "2 runs stored" in job.result["summary"]
     page = lead.get(reverse("pool_detail", args=["help"])).content.decode()
     assert "2 runs stored: bm25" in page
     response = lead.post(url, {"k": "0", "only": ["bm25"]}, follow=True)
