@@ -116,7 +116,9 @@ def _runs_result(runs: Sequence[Run], skipped: Sequence[str] = ()) -> dict[str, 
     summary = f"{len(reports)} run{'s' if len(reports) != 1 else ''} stored: {names}"
     lacking = sum(1 for r in reports if r.missing_documents)
     if lacking:
-        summary += f"; {lacking} name documents not in the corpus"
+        summary += (
+            f"; {lacking} of them name{'s' if lacking == 1 else ''} documents not in the corpus"
+        )
     return {"runs": [asdict(r) for r in reports], "skipped": list(skipped), "summary": summary}
 
 

@@ -94,7 +94,7 @@ def runs_upload(request: HttpRequest, slug: str) -> HttpResponse:
     # The announced length first (the CSRF check has parsed the form by now, but nothing of it
     # is kept), then the files themselves, for a body sent without one.
     refusal = _too_big(request.META.get("CONTENT_LENGTH"))
-    uploads = [] if refusal else request.FILES.getlist("runs")
+    uploads = [] if refusal else request.FILES.getlist("run_files")
     refusal = refusal or _too_big(sum(upload.size or 0 for upload in uploads))
     if refusal:
         messages.error(request, refusal)

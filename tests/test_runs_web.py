@@ -42,7 +42,7 @@ def run_file(name: str, lines: list[str], compressed: bool = False) -> SimpleUpl
 
 
 def upload(client: Client, slug: str, *files: SimpleUploadedFile, name: str = "") -> Job | None:
-    response = client.post(reverse("runs_upload", args=[slug]), {"runs": list(files), "name": name})
+    response = client.post(reverse("runs_upload", args=[slug]), {"run_files": list(files), "name": name})
     assert response.status_code == 302, response.content
     return Job.objects.filter(kind=RUN_IMPORT).order_by("-pk").first()
 
@@ -217,7 +217,7 @@ def test_a_run_name_needs_a_single_file_and_names_it(world: World) -> None:
     lead = world.client_for(world.lead)
     files = [run_file("a.run", ["q1 Q0 d1 1 1 t"]), run_file("b.run", ["q1 Q0 d1 1 1 u"])]
     response = lead.post(
-        reverse("runs_upload", args=["acme"]), {"runs": files, "name": "mine"}, follow=True
+        reverse("runs_upload", args=["acme"]), {"run_files": files, "name": "mine"}, follow=True
     )
     assert "A run name needs exactly one file" in response.content.decode()
     assert not Job.objects.filter(kind=RUN_IMPORT).exists()
@@ -235,7 +235,7 @@ def test_it_refuses_an_upload_over_the_limit_and_states_the_limit(
     assert "Up to 50\xa0bytes per upload" in pool_page(world)
     lines = [f"q1 Q0 d{i} {i} {10 - i} big" for i in range(1, 5)]
     response = lead.post(
-        reverse("runs_upload", args=["acme"]), {"runs": [run_file("big.run", lines)]}, follow=True
+        reverse("runs_upload", args=["acme"]), {"run_files": [run_file("big.run", lines)]}, follow=True
     )
     page = response.content.decode()
     assert "over this server&#x27;s limit of 50" in page and "import_runs" in page
@@ -246,7 +246,7 @@ def test_it_asks_for_files_and_keeps_uploads_from_annotators_and_outsiders(world
     url = reverse("runs_upload", args=["acme"])
     response = world.client_for(world.lead).post(url, {}, follow=True)
     assert "Choose one or more run files" in response.content.decode()
-    files = {"runs": [run_file("a.run", ["q1 Q0 d1 1 1 t"])]}
+    files = {"run_files": [run_file("a.run", ["q1 Q0 d1 1 1 t"])]}
     assert world.client_for(world.alice).post(url, files).status_code == 403
     assert world.client_for(world.outsider).post(url, files).status_code == 404
     assert world.client_for(world.lead).get(url).status_code == 405
