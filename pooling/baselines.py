@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator, Sequence
 import bm25s
 import numpy as np
 import numpy.typing as npt
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from formats.beir import CorpusDoc, QueryRow
 from formats.trec import RunRow
@@ -80,7 +79,8 @@ def tokenize(text: str) -> list[str]:
 def _expand(tokens: list[str]) -> Iterator[str]:
     for token in tokens:
         yield token
-        if _JOINER_RE.search(token):
+        # Most tokens hold no joiner: two substring tests cost less than a regex search.
+        if "-" in token or "_" in token:
             yield from _JOINER_RE.split(token)
 
 
@@ -161,6 +161,10 @@ def tfidf_run(
     (``sublinear_tf``), idf = ln((1 + N) / (1 + df)) + 1 (smoothed), vectors L2-normalised,
     so the dot product of a query and a document vector is their cosine.
     """
+    # Imported here: scikit-learn takes a second or two to import, which every process that
+    # imports this module (the web server, a BM25-only run) would otherwise pay for nothing.
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     _check_inputs(docs, k)
     if not docs:
         return []
