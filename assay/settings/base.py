@@ -172,7 +172,7 @@ WHITENOISE_AUTOREFRESH = DEBUG
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(BASE_DIR / "media")))
 LOG_UPLOAD_MAX_BYTES = env_int("LOG_UPLOAD_MAX_BYTES", 20 * 1024**3, minimum=1)
 # Run files uploaded on the pool page, all files of one upload together: a worker holds one
-# file's rows in memory at a time (a few times the file's uncompressed size).
+# file's rows in memory at a time (about 6 bytes per byte of uncompressed run file).
 RUN_UPLOAD_MAX_BYTES = env_int("RUN_UPLOAD_MAX_BYTES", 512 * 1024**2, minimum=1)
 
 # Uploads: run and corpus files can be large; they are streamed to a temporary file.
