@@ -15,12 +15,14 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import Document, Project, Query
-from annotation.services import project_create
+from annotation.models import Document, Project, Query, Role
+from annotation.services import membership_set, project_create
+from formats.beir import QUERY_FORMATS
 from jobs.models import Job, JobState
 from jobs.run import job_run_inline
 from pooling.models import Pool, PoolItem, Run, RunResult
 from pooling.services_runs import RUN_IMPORT
+from pooling.views_runs import QUERY_DOWNLOADS
 from tests.conftest import World
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +44,9 @@ def run_file(name: str, lines: list[str], compressed: bool = False) -> SimpleUpl
 
 
 def upload(client: Client, slug: str, *files: SimpleUploadedFile, name: str = "") -> Job | None:
-    response = client.post(reverse("runs_upload", args=[slug]), {"run_files": list(files), "name": name})
+    response = client.post(
+        reverse("runs_upload", args=[slug]), {"run_files": list(files), "name": name}
+    )
     assert response.status_code == 302, response.content
     return Job.objects.filter(kind=RUN_IMPORT).order_by("-pk").first()
 
@@ -101,6 +105,7 @@ def test_it_downloads_only_the_queries_without_runs(world: World) -> None:
 
 
 def test_it_refuses_an_unknown_format_and_keeps_the_queries_from_others(world: World) -> None:
+    assert QUERY_DOWNLOADS.keys() == QUERY_FORMATS.keys()  # the page offers every writer
     assert download(world.client_for(world.lead), "acme", format="csv")[0] == 400
     assert download(world.client_for(world.alice), "acme")[0] == 403
     assert download(world.client_for(world.outsider), "acme")[0] == 404
@@ -235,7 +240,9 @@ def test_it_refuses_an_upload_over_the_limit_and_states_the_limit(
     assert "Up to 50\xa0bytes per upload" in pool_page(world)
     lines = [f"q1 Q0 d{i} {i} {10 - i} big" for i in range(1, 5)]
     response = lead.post(
-        reverse("runs_upload", args=["acme"]), {"run_files": [run_file("big.run", lines)]}, follow=True
+        reverse("runs_upload", args=["acme"]),
+        {"run_files": [run_file("big.run", lines)]},
+        follow=True,
     )
     page = response.content.decode()
     assert "over this server&#x27;s limit of 50" in page and "import_runs" in page
@@ -339,9 +346,6 @@ def test_run_baselines_stores_numbered_runs_and_never_changes_one(world: World) 
 
 def test_the_baselines_button_runs_them_in_the_background(world: World) -> None:
     project = corpus_project()
-    from annotation.models import Role
-    from annotation.services import membership_set
-
     membership_set(project=project, user=world.lead, role=Role.LEAD)
     lead = world.client_for(world.lead)
     page = lead.get(reverse("pool_detail", args=["help"])).content.decode()
