@@ -186,7 +186,7 @@ def runs_context(project: Project) -> dict[str, Any]:
 
 
 def _jobs_context(project: Project) -> dict[str, Any]:
-    titles = {RUN_IMPORT: "Latest run upload", RUN_BASELINES: "Latest baseline run"}
+    titles = {RUN_IMPORT: "Latest run import", RUN_BASELINES: "Latest baseline run"}
     shown: list[RunJob] = []
     for kind, title in titles.items():
         job = latest_job(project=project, kind=kind)

@@ -192,7 +192,7 @@ def test_a_bad_file_stores_no_run_of_the_upload_and_names_file_and_line(
     assert snapshot() == before and not any(media.rglob("*.run*"))
     page = pool_page(world)
     assert "bad.run.gz:2: score &#x27;high&#x27; is not a number" in page
-    assert "Retrying cannot help" in page
+    assert "Retrying cannot help" in page and "Nothing of it was stored" in page
 
 
 @pytest.mark.parametrize(
