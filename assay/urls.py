@@ -68,8 +68,8 @@ urlpatterns = [
         name="judging_unit",
     ),
     path(
-        "p/<slug:slug>/judging/items/<int:item_id>/",
-        judging_lead_views.item_history_view,
+        "p/<slug:slug>/judging/pairs/<int:pair_id>/",
+        judging_lead_views.pair_history_view,
         name="judging_item",
     ),
     path(
@@ -90,7 +90,9 @@ urlpatterns = [
     path("p/<slug:slug>/protocol/diff/", protocol_views.protocol_diff_view, name="protocol_diff"),
     path("p/<slug:slug>/protocol/edit/", protocol_views.protocol_edit, name="protocol_edit"),
     path("p/<slug:slug>/pool/", pooling_views.pool_detail, name="pool_detail"),
+    path("p/<slug:slug>/pool/preview/", judging_lead_views.pool_preview, name="pool_preview"),
     path("p/<slug:slug>/pool/new/", judging_lead_views.pool_create, name="pool_create"),
+    path("p/<slug:slug>/pool/<int:pool_id>/", pooling_views.pool_view, name="pool_view"),
     path("p/<slug:slug>/pool/runs/upload/", runs_views.runs_upload, name="runs_upload"),
     path("p/<slug:slug>/pool/runs/baselines/", runs_views.baselines_start, name="runs_baselines"),
     path("p/<slug:slug>/pool/runs/status/", runs_views.runs_status, name="runs_status"),
