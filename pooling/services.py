@@ -15,7 +15,7 @@ from django.db.models import Exists, OuterRef
 
 from annotation.models import Document, Project
 from assay.db import bulk_insert, max_length, placeholders
-from formats.trec import RunRow, read_run
+from formats.trec import FormatError, RunRow, read_run
 
 from .models import Pair, Pool, PoolItem, PoolScope, Run, RunResult
 from .pooling import PoolEntry, depth_pool
@@ -34,18 +34,31 @@ def run_import(
     path: str | Path,
     name: str | None = None,
     user: User | None = None,
+    shown: str | None = None,
 ) -> Run:
-    """Store a TREC run file as one Run (all or nothing)."""
+    """Store a TREC run file as one Run (all or nothing). ``shown`` names the file in errors
+    and in the run's source when it is not the path (an upload kept under another name)."""
+    run_name, ranked = run_read(path=path, name=name, shown=shown)
+    source = Path(shown or path).name
+    return run_create(project=project, name=run_name, ranked=ranked, source=source, user=user)
+
+
+def run_read(
+    *, path: str | Path, name: str | None = None, shown: str | None = None
+) -> tuple[str, dict[str, list[RunRow]]]:
+    """Read and check a TREC run file: the run's name (``name``, else the file's single tag)
+    and its rows by query, in trec_eval order. Errors name the file as ``shown``."""
+    shown = shown or str(path)
     # A longer id would fail on PostgreSQL's varchar (SQLite does not check): say which line.
     longest = min(max_length(RunResult, "qid"), max_length(RunResult, "docid"))
-    ranked = read_run(path, max_id_length=longest)
+    try:
+        ranked = read_run(path, max_id_length=longest)
+    except FormatError as error:
+        raise FormatError(shown, error.line, error.reason) from None
     if not ranked:
         # Even when named: an empty run is a wrong path or a failed download, never a system.
-        raise PoolingError(f"{path}: the run file is empty")
-    run_name = name or _single_tag(ranked, path)
-    return run_create(
-        project=project, name=run_name, ranked=ranked, source=Path(path).name, user=user
-    )
+        raise PoolingError(f"{shown}: the run file is empty")
+    return name or _single_tag(ranked, shown), ranked
 
 
 @transaction.atomic
@@ -62,6 +75,15 @@ def run_create(
     The stored rank is the position in trec_eval order (score descending, ties by docid
     descending), not the file's rank column, so that every later measure agrees with trec_eval.
     """
+    run_name_check(project=project, name=name, source=source)
+    run = Run.objects.create(project=project, name=name, source=source, created_by=user)
+    _store_results(run, ranked)
+    return run
+
+
+def run_name_check(*, project: Project, name: str, source: str = "") -> None:
+    """Refuse a run name that cannot be stored: too long, or the name of a run the project
+    already holds (runs are immutable). ``source`` names the file in the message."""
     longest = max_length(Run, "name")
     if len(name) > longest:
         raise PoolingError(
@@ -73,9 +95,6 @@ def run_create(
             f"{source or name}: project {project.slug!r} already has a run named {name!r}; "
             "runs are immutable, so give this one another name"
         )
-    run = Run.objects.create(project=project, name=name, source=source, created_by=user)
-    _store_results(run, ranked)
-    return run
 
 
 def _single_tag(ranked: dict[str, list[RunRow]], path: str | Path) -> str:

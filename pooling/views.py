@@ -16,6 +16,7 @@ from jobs.services import latest_job
 from .models import Pool
 from .pooling import PoolStats, pool_stats
 from .services import POOL_BUILD, current_pool, pool_entries
+from .views_runs import runs_context
 
 SHOWN_BUILD_STATES = (JobState.QUEUED, JobState.RUNNING, JobState.FAILED)
 
@@ -44,6 +45,7 @@ def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "project": project, "pool": pool, "stats": _stats(pool), "runs": project.runs.all(),
         "build": build, "pools": _history(project),
     }  # fmt: skip
+    context.update(runs_context(project))  # the Runs and Queries sections (views_runs.py)
     return render(request, "pooling/pool_detail.html", context)
 
 

@@ -9,13 +9,11 @@ ingestion worked or not.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
@@ -27,6 +25,7 @@ from jobs.errors import JobInputError
 from jobs.models import Job
 from jobs.run import job_run_inline
 from jobs.services import job_create
+from jobs.uploads import UploadError, upload_keep, upload_name
 
 from .core import (
     STRATA,
@@ -122,21 +121,18 @@ def log_create(
     generated name; if storing the rows fails, the file goes too. ``definition`` is the strata
     definition asked for; only the project's first log uses it.
     """
-    name = _upload_name(upload.name or "log")
+    try:
+        name = upload_name(upload.name or "log", "log")
+    except UploadError as error:
+        raise SamplingError(str(error)) from None
     if columns:
         try:
             ColumnMap.parse(columns)
         except LogError as error:
             raise SamplingError(str(error)) from None
-    folder = Path(settings.MEDIA_ROOT) / "logs"
-    folder.mkdir(parents=True, exist_ok=True)
     # The name as uploaded is shown, never used on disk: only its format suffixes are kept.
-    suffixes = [s for s in Path(name).suffixes[-2:] if len(s) <= 12 and s[1:].isalnum()]
-    target = folder / f"{uuid.uuid4().hex}{''.join(suffixes)}"
+    target = upload_keep(upload, "logs")
     try:
-        with open(target, "wb") as out:
-            for chunk in upload.chunks():
-                out.write(chunk)
         return log_queue(
             project=project, name=name, path=target, owned=True, columns=columns,
             definition=definition, user=user,
@@ -144,15 +140,6 @@ def log_create(
     except BaseException:
         target.unlink(missing_ok=True)
         raise
-
-
-def _upload_name(given: str) -> str:
-    # Django has cut the name to 255 characters (the column's size) keeping its extension;
-    # on disk the file has a generated name, so no length of this one reaches the file system.
-    name = Path(given).name or "log"
-    if "\x00" in name:
-        raise SamplingError("The file name holds a NUL character: rename the file.")
-    return name
 
 
 def log_queue(

@@ -9,13 +9,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.defaultfilters import filesizeformat
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from annotation.access import Access, project_for_lead
 from jobs.errors import QueueUnavailable
 from jobs.services import job_enqueue
+from jobs.uploads import too_big
 
 from .charts import rank_frequency_svg
 from .core import (
@@ -101,18 +101,8 @@ def log_list(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _too_big(size: object) -> str:
     """Why an upload of ``size`` bytes is refused, or "" when it is within the limit."""
-    try:
-        length = int(str(size))
-    except ValueError:
-        return ""
     limit = settings.LOG_UPLOAD_MAX_BYTES
-    if length <= limit:
-        return ""
-    return (
-        f"The upload is {filesizeformat(length)}, over this server's limit of "
-        f"{filesizeformat(limit)} (LOG_UPLOAD_MAX_BYTES). Import a larger log from the command "
-        "line with manage.py import_log, or ask the administrator to raise the limit."
-    )
+    return too_big(size, limit, setting="LOG_UPLOAD_MAX_BYTES", command="import_log", what="log")
 
 
 def _requested_definition(request: HttpRequest) -> StrataDefinition | None:
