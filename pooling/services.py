@@ -331,7 +331,8 @@ def _check_documents(project: Project, missing: Sequence[str], *, skip_missing: 
         examples = ", ".join(missing[:5])
         raise PoolingError(
             f"{len(missing)} pooled documents are not in the corpus of {project.slug!r} "
-            f"(e.g. {examples}); import the corpus that holds them, or skip them explicitly"
+            f"(e.g. {examples}); import the documents first, or leave them out (the pool "
+            "form's \"leave out\" option, build_pool --skip-missing)"
         )
 
 
