@@ -163,13 +163,20 @@ def corpus_import(
 def queries_import(
     *, project: Project, path: str | Path, on_progress: OnProgress | None = None
 ) -> ImportReport:
-    """Stream queries.jsonl or a `qid<TAB>text` file into the project (all or nothing)."""
+    """Stream queries.jsonl, a `qid<TAB>text` file or TREC topics XML into the project (all
+    or nothing)."""
 
     existing = set(project.queries.values_list("qid", flat=True))
-    queries = iter_queries(path, max_id_length=max_length(Query, "qid"), on_progress=on_progress)
+    queries = iter_queries(
+        path,
+        max_id_length=max_length(Query, "qid"),
+        max_stratum_length=max_length(Query, "stratum"),
+        on_progress=on_progress,
+    )
     fresh = _skip_existing(queries, lambda q: q.qid, existing)
-    # Imported queries belong to the single stratum ("") until a stratified sample sets one.
-    rows = ((project.pk, query.qid, query.text, query.description, "") for query in fresh)
+    # A query without a stratum (TSV, XML, most JSONL) belongs to the single stratum ("") until
+    # a stratified sample sets one; a JSONL export of a sampled project keeps its strata.
+    rows = ((project.pk, q.qid, q.text, q.description, q.stratum) for q in fresh)
     created = bulk_insert(Query, ["project_id", "qid", "text", "description", "stratum"], rows)
     return _report(path, "queries", created, fresh.skipped)
 

@@ -21,6 +21,7 @@ from judging import views_lead as judging_lead_views
 from judging import views_project
 from pooling import views as pooling_views
 from pooling import views_data as pooling_data_views
+from pooling import views_runs as runs_views
 from sampling import views as sampling_views
 
 # JSON for /api/ paths no API view answered (a slug that is not a slug), HTML pages elsewhere.
@@ -74,8 +75,8 @@ urlpatterns = [
         name="judging_unit",
     ),
     path(
-        "p/<slug:slug>/judging/items/<int:item_id>/",
-        judging_lead_views.item_history_view,
+        "p/<slug:slug>/judging/pairs/<int:pair_id>/",
+        judging_lead_views.pair_history_view,
         name="judging_item",
     ),
     path(
@@ -102,7 +103,13 @@ urlpatterns = [
     path("p/<slug:slug>/protocol/edit/", protocol_views.protocol_edit, name="protocol_edit"),
     path("p/<slug:slug>/data/", pooling_data_views.data_page, name="project_data"),
     path("p/<slug:slug>/pool/", pooling_views.pool_detail, name="pool_detail"),
+    path("p/<slug:slug>/pool/preview/", judging_lead_views.pool_preview, name="pool_preview"),
     path("p/<slug:slug>/pool/new/", judging_lead_views.pool_create, name="pool_create"),
+    path("p/<slug:slug>/pool/<int:pool_id>/", pooling_views.pool_view, name="pool_view"),
+    path("p/<slug:slug>/pool/runs/upload/", runs_views.runs_upload, name="runs_upload"),
+    path("p/<slug:slug>/pool/runs/baselines/", runs_views.baselines_start, name="runs_baselines"),
+    path("p/<slug:slug>/pool/runs/status/", runs_views.runs_status, name="runs_status"),
+    path("p/<slug:slug>/queries/download/", runs_views.queries_download, name="queries_download"),
     path("p/<slug:slug>/qrels/", evaluation_views.qrels_download, name="qrels_download"),
     path("p/<slug:slug>/jobs/<int:job_id>/retry/", jobs_views.job_retry_view, name="job_retry"),
     path(

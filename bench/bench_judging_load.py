@@ -522,11 +522,11 @@ def checks(args: argparse.Namespace, acknowledged: int) -> dict[str, int]:
     twice = sql(
         args,
         """SELECT count(*) FROM (
-               SELECT j.pool_item_id FROM judging_judgment j
-               JOIN pooling_poolitem i ON i.id = j.pool_item_id
+               SELECT j.pair_id FROM judging_judgment j
+               JOIN pooling_poolitem i ON i.id = j.pair_id
                JOIN judging_workunit u ON u.pool_id = i.pool_id AND u.query_id = i.query_id
                WHERE u.judges_needed = 1
-               GROUP BY j.pool_item_id HAVING count(DISTINCT j.user_id) > 1) AS t""",
+               GROUP BY j.pair_id HAVING count(DISTINCT j.user_id) > 1) AS t""",
     )[0][0]
     keys = sql(args, "SELECT count(DISTINCT idempotency_key) FROM judging_judgment")[0][0]
     items = sql(args, "SELECT count(*) FROM pooling_poolitem")[0][0]

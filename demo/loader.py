@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -20,11 +19,8 @@ from annotation.services import (
     protocol_publish,
     queries_import,
 )
-from formats.beir import iter_corpus, iter_queries
-from formats.trec import RunRow, rank_run
 from judging.services import pool_open
-from pooling.baselines import run_baselines
-from pooling.services import run_create
+from pooling.services_runs import baselines_create
 
 DEMO_DIR = Path(__file__).resolve().parent
 SLUG = "quillmate-help"
@@ -64,12 +60,7 @@ def _create_project() -> Project:
     corpus_import(project=project, path=DEMO_DIR / "corpus.jsonl")
     queries_import(project=project, path=DEMO_DIR / "queries.jsonl")
     _publish_protocol(project)
-    docs = list(iter_corpus(DEMO_DIR / "corpus.jsonl"))
-    queries = list(iter_queries(DEMO_DIR / "queries.jsonl"))
-    runs = [
-        run_create(project=project, name=name, ranked=_by_query(rows), source="built-in baseline")
-        for name, rows in run_baselines(docs, queries, k=100).items()
-    ]
+    runs = baselines_create(project=project, k=100)  # as run_baselines and the pool page do
     pool_open(project=project, runs=runs, depth=DEPTH, seed=SEED)
     return project
 
@@ -90,13 +81,6 @@ def _publish_protocol(project: Project) -> None:
         text=protocol.render_markdown(structure),
         content=protocol.to_content(structure),
     )
-
-
-def _by_query(rows: list[RunRow]) -> dict[str, list[RunRow]]:
-    grouped: dict[str, list[RunRow]] = defaultdict(list)
-    for row in rows:
-        grouped[row.qid].append(row)
-    return {qid: rank_run(query_rows) for qid, query_rows in grouped.items()}
 
 
 def _ensure_user(project: Project, username: str, role: Role, password: str | None) -> DemoLogin:

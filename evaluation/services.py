@@ -61,11 +61,11 @@ def _current_grades(
     project: Project, annotator: str | None
 ) -> dict[tuple[str, str], list[tuple[int, int]]]:
     """(qid, docid) -> [(id of the judge's first row on the pair, their current grade)]."""
-    judgments = Judgment.objects.filter(pool_item__pool__project=project)
+    judgments = Judgment.objects.filter(pair__query__project=project)
     if annotator is not None:
         judgments = judgments.filter(user__username=annotator)
     rows = judgments.order_by("pk").values_list(
-        "pk", "user_id", "pool_item__query__qid", "pool_item__document__docid", "kind", "grade"
+        "pk", "user_id", "pair__query__qid", "pair__document__docid", "kind", "grade"
     )
     first: dict[tuple[str, str, int], int] = {}
     latest: dict[tuple[str, str, int], int | None] = {}

@@ -1,7 +1,9 @@
 """The BEIR file formats (and their TSV cousins): corpora and queries, one line at a time.
 
 * corpora: BEIR ``corpus.jsonl`` or TSV ``docid<TAB>[title<TAB>]text``
-* queries: BEIR ``queries.jsonl`` or TSV ``qid<TAB>text`` (the TREC DL topics)
+* queries: BEIR ``queries.jsonl`` or TSV ``qid<TAB>text`` (the TREC DL topics), or TREC topics
+  XML (:mod:`formats.topics`); the writers here write each of the three so that it reads back
+  unchanged
 
 BEIR's third file, the qrels TSV ``query-id<TAB>corpus-id<TAB>score``, is read by
 :func:`formats.trec.read_qrels`, which tells it from TREC qrels by its column count: one
@@ -15,13 +17,15 @@ Pure core: no Django, plain records in, frozen dataclasses out.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from formats.text import (
+    WHITESPACE_RE,
     FormatError,
     OnProgress,
     check_no_nul,
@@ -29,8 +33,19 @@ from formats.text import (
     check_writable_id,
     lines,
 )
+from formats.topics import iter_topics_xml, join_notes, looks_like_xml, write_topics_xml
 
-__all__ = ["CorpusDoc", "FormatError", "QueryRow", "iter_corpus", "iter_queries"]
+__all__ = [
+    "QUERY_FORMATS",
+    "CorpusDoc",
+    "FormatError",
+    "QueryRow",
+    "iter_corpus",
+    "iter_queries",
+    "write_queries",
+    "write_queries_jsonl",
+    "write_queries_tsv",
+]
 
 _DOC_ID_KEYS = ("_id", "docid", "id", "doc_id")
 _DOC_TEXT_KEYS = ("text", "contents", "doc", "body")
@@ -54,12 +69,14 @@ class QueryRow:
     qid: str
     text: str
     description: str = ""
+    stratum: str = ""  # the sampling stratum (JSONL only), "" when the query was not sampled
 
 
 # --------------------------------------------------------------------------- JSONL / TSV
 
-# A parser turns one non-blank line into (id, title, text).
-_LineParser = Callable[[str | Path, int, str], tuple[str, str, str]]
+# A parser turns one non-blank line into (id, title, text), or for queries (id, description,
+# text, stratum).
+_LineParser = Callable[[str | Path, int, str], tuple[str, ...]]
 
 
 def _iter_records(
@@ -68,9 +85,9 @@ def _iter_records(
     json_parser: _LineParser,
     tsv_parser: _LineParser,
     max_id_length: int | None = None,
-    fields: tuple[str, str, str] = ("the id", "the title", "the text"),
+    fields: tuple[str, ...] = ("the id", "the title", "the text"),
     on_progress: OnProgress | None = None,
-) -> Iterator[tuple[str, str, str]]:
+) -> Iterator[tuple[str, ...]]:
     """Shared loop of the corpus and query readers: detect the format, check ids."""
     numbered = lines(path, on_progress=on_progress)
     first = next(numbered, None)
@@ -184,35 +201,112 @@ def iter_corpus(
 # --------------------------------------------------------------------------- queries
 
 
-def _query_json(path: str | Path, number: int, line: str) -> tuple[str, str, str]:
-    obj = _json_object(path, number, line)
-    qid = _json_id(path, number, obj, _QUERY_ID_KEYS)
-    text = _json_str(path, number, obj, _QUERY_TEXT_KEYS, required=True)
-    # TREC topics carry a description and a narrative: what the judge needs to read.
-    notes = [_json_str(path, number, obj, (key,), required=False) for key in _QUERY_NOTE_KEYS]
-    return qid, "\n\n".join(note.strip() for note in notes if note.strip()), text
+def _query_json_parser(max_stratum_length: int | None) -> _LineParser:
+    def parse(path: str | Path, number: int, line: str) -> tuple[str, str, str, str]:
+        obj = _json_object(path, number, line)
+        qid = _json_id(path, number, obj, _QUERY_ID_KEYS)
+        text = _json_str(path, number, obj, _QUERY_TEXT_KEYS, required=True)
+        # TREC topics carry a description and a narrative: what the judge needs to read.
+        notes = [_json_str(path, number, obj, (key,), required=False) for key in _QUERY_NOTE_KEYS]
+        stratum = _json_str(path, number, obj, ("stratum",), required=False)
+        if max_stratum_length is not None and len(stratum) > max_stratum_length:
+            reason = f"stratum {stratum[:40]!r} is longer than {max_stratum_length} characters"
+            raise FormatError(path, number, reason)
+        return qid, join_notes(notes), text, stratum
+
+    return parse
 
 
-def _query_tsv(path: str | Path, number: int, line: str) -> tuple[str, str, str]:
+def _query_tsv(path: str | Path, number: int, line: str) -> tuple[str, str, str, str]:
     qid, text = _tsv_fields(path, number, line, (2,))
-    return qid, "", text
+    return qid, "", text, ""
 
 
 def iter_queries(
-    path: str | Path, *, max_id_length: int | None = None, on_progress: OnProgress | None = None
+    path: str | Path,
+    *,
+    max_id_length: int | None = None,
+    max_stratum_length: int | None = None,
+    on_progress: OnProgress | None = None,
 ) -> Iterator[QueryRow]:
-    """Stream queries from BEIR ``queries.jsonl`` or TSV ``qid<TAB>text`` (the TREC DL topics).
+    """Stream queries from BEIR ``queries.jsonl``, TSV ``qid<TAB>text`` (the TREC DL topics) or
+    TREC topics XML (:mod:`formats.topics`; when the first non-blank line starts with ``<``).
 
     JSON id keys: ``_id``, ``qid``, ``query_id``; text keys: ``text``, ``query``; optional
-    ``description``, ``narrative`` and ``notes`` become the query's description (joined by a
-    blank line), shown to judges beside the query. TSV lines have exactly 2 columns. Qids must
-    be non-empty, unique, free of whitespace and no longer than ``max_id_length`` when it is
-    given; no field may hold a NUL character. ``on_progress`` follows the reading (see
-    :func:`formats.text.lines`).
+    ``description``, ``narrative`` and ``notes`` become the query's description (trimmed, joined
+    by a blank line), shown to judges beside the query; optional ``stratum`` is the sampling
+    stratum, at most ``max_stratum_length`` characters when given. TSV lines have exactly 2
+    columns. Qids must be non-empty, unique, free of whitespace and no longer than
+    ``max_id_length`` when it is given; no field may hold a NUL character. ``on_progress``
+    follows the reading of JSONL and TSV (see :func:`formats.text.lines`); XML topics files are
+    small and report none.
     """
-    fields = ("the id", "the description", "the text")
+    first = next(lines(path), None)
+    if first is not None and looks_like_xml(first[1]):
+        yield from _xml_queries(path, max_id_length)
+        return
+    fields = ("the id", "the description", "the text", "the stratum")
+    parse_json = _query_json_parser(max_stratum_length)
     records = _iter_records(
-        path, "query", _query_json, _query_tsv, max_id_length, fields, on_progress
+        path, "query", parse_json, _query_tsv, max_id_length, fields, on_progress
     )
-    for qid, description, text in records:
+    for qid, description, text, stratum in records:
+        yield QueryRow(qid=qid, text=text, description=description, stratum=stratum)
+
+
+def _xml_queries(path: str | Path, max_id_length: int | None) -> Iterator[QueryRow]:
+    seen: dict[str, int] = {}
+    for number, qid, description, text in iter_topics_xml(path):
+        check_writable_id(path, number, "query", qid, max_id_length)
+        check_unique(path, number, seen, "query", qid)
         yield QueryRow(qid=qid, text=text, description=description)
+
+
+# --------------------------------------------------------------------------- writing queries
+
+_LINE_BREAKS = re.compile("[\t\r\n]")
+
+
+def write_queries_tsv(queries: Iterable[QueryRow]) -> Iterator[str]:
+    """``qid<TAB>text`` lines. TSV carries neither description nor stratum, and each query on
+    one line: tabs and line breaks in a text are written as spaces (JSONL keeps everything)."""
+    for number, query in enumerate(queries, start=1):
+        _check_written_qid(query.qid)
+        if number == 1 and (query.qid.startswith("{") or looks_like_xml(query.qid)):
+            # The readers tell JSONL and XML from TSV by the first character of the file.
+            raise ValueError(
+                f"query id {query.qid!r} starts with {query.qid[0]!r}: a TSV file starting so "
+                "would be read as JSONL or XML; download JSONL instead"
+            )
+        yield f"{query.qid}\t{_LINE_BREAKS.sub(' ', query.text)}\n"
+
+
+def write_queries_jsonl(queries: Iterable[QueryRow]) -> Iterator[str]:
+    """``{"qid", "text", "description"?, "stratum"?}`` lines (empty fields left out), read back
+    unchanged by :func:`iter_queries` (a description is read back trimmed)."""
+    for query in queries:
+        _check_written_qid(query.qid)
+        record = {"qid": query.qid, "text": query.text}
+        if query.description:
+            record["description"] = query.description
+        if query.stratum:
+            record["stratum"] = query.stratum
+        yield json.dumps(record, ensure_ascii=False) + "\n"
+
+
+QUERY_FORMATS: dict[str, Callable[[Iterable[QueryRow]], Iterator[str]]] = {
+    "tsv": write_queries_tsv,
+    "jsonl": write_queries_jsonl,
+    "xml": write_topics_xml,
+}
+
+
+def write_queries(queries: Iterable[QueryRow], fmt: str) -> Iterator[str]:
+    """The queries in one of :data:`QUERY_FORMATS`, as pieces of text to write or stream."""
+    return QUERY_FORMATS[fmt](queries)
+
+
+def _check_written_qid(qid: str) -> None:
+    # What the readers refuse is never written: a file that would not read back.
+    if not qid or WHITESPACE_RE.search(qid) or "\x00" in qid:
+        raise ValueError(f"query id {qid!r} is empty or holds whitespace or a NUL character")

@@ -141,6 +141,16 @@ def _end(job: Job, state: JobState, **fields: Any) -> None:
         files_remove(job)
 
 
+def job_keep_result(job: Job, result: dict[str, Any]) -> None:
+    """Record an attempt's result inside the transaction that stores its work, so that the
+    two commit together: an attempt restarted after that commit finds the result (the work is
+    done; its handler returns it), and an attempt that no longer owns the job stores nothing
+    (JobLost rolls its transaction back)."""
+    if not _owned(job).update(result=result):
+        raise JobLost(f"job {job.pk} is no longer this attempt's")
+    job.result = result
+
+
 def files_remove(job: Job) -> None:
     """Delete the files a job owns (an upload waiting for its worker), then forget them."""
     for name in job.files:

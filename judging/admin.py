@@ -9,8 +9,8 @@ from .models import Claim, JudgingPolicy, Judgment, WorkUnit
 class JudgmentAdmin(admin.ModelAdmin):
     """Read-only: judgments are append-only, not even an administrator changes one in place."""
 
-    list_display = ["pool_item", "user", "kind", "grade", "protocol", "seconds_spent", "created_at"]
-    list_filter = ["pool_item__pool__project", "kind", "user"]
+    list_display = ["pair", "user", "kind", "grade", "protocol", "seconds_spent", "created_at"]
+    list_filter = ["pair__query__project", "kind", "user"]
 
     def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
         return False

@@ -149,7 +149,7 @@ def _judgment(judgment: Judgment, created: bool) -> dict[str, Any]:
     protocol = judgment.protocol
     return {
         "id": judgment.pk,
-        "item": judgment.pool_item_id,
+        "item": judgment.pair_id,
         "kind": judgment.kind,
         "grade": judgment.grade,
         "note": judgment.note,

@@ -35,7 +35,15 @@ def derived_seed(seed: int, purpose: str) -> int:
 
 
 def choose_double(strata: Mapping[str, Sequence[int]], share: float, seed: int) -> set[int]:
-    """The ids to judge twice: round(share x n) of each stratum's n ids, drawn with a seed
+    """The ids to judge twice: round(share x n) of each stratum's n ids (see `draw_double`)."""
+    wanted = {stratum: double_count(len(members), share) for stratum, members in strata.items()}
+    return draw_double(strata, wanted, seed)
+
+
+def draw_double(
+    candidates: Mapping[str, Sequence[int]], wanted: Mapping[str, int], seed: int
+) -> set[int]:
+    """`wanted[s]` ids (at most all of them) drawn from each stratum's candidates, with a seed
     derived from `seed`, so that the draw owes nothing to the pool's display order.
 
     Strata are visited in sorted order and ids sorted within each, so the draw depends only on
@@ -43,9 +51,9 @@ def choose_double(strata: Mapping[str, Sequence[int]], share: float, seed: int) 
     """
     rng = random.Random(derived_seed(seed, "double-judged"))
     chosen: set[int] = set()
-    for stratum in sorted(strata):
-        members = sorted(strata[stratum])
-        chosen.update(rng.sample(members, double_count(len(members), share)))
+    for stratum in sorted(candidates):
+        members = sorted(candidates[stratum])
+        chosen.update(rng.sample(members, min(len(members), wanted.get(stratum, 0))))
     return chosen
 
 

@@ -9,7 +9,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from annotation.models import Project, ProtocolVersion, Query
-from pooling.models import Pool, PoolItem
+from pooling.models import Pair, Pool
 
 
 class Grade(models.IntegerChoices):
@@ -45,6 +45,9 @@ class JudgingPolicy(models.Model):
 
 class WorkUnit(models.Model):
     """One query of a pool: claimed by one annotator, or by two for blind double-judging.
+
+    Its items (`WorkItem`) are the query's pairs nobody had graded when the pool was built:
+    a query whose pairs are all graded gets no unit.
 
     `claims_taken` counts the active, assigned and finished claims; a claim is only ever taken
     by a compare-and-set update that keeps it at or below `judges_needed`.
@@ -86,12 +89,34 @@ class WorkUnit(models.Model):
         return self.judges_needed > 1
 
 
+class WorkItem(models.Model):
+    """A pair to judge in a work unit, in the pool's display order."""
+
+    unit = models.ForeignKey(
+        WorkUnit, on_delete=models.CASCADE, related_name="items", db_index=False
+    )
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="work_items")
+    position = models.PositiveIntegerField(help_text="the pair's position in the pool's order")
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            # Reads go by unit in display order; the index also keeps a pair once per unit.
+            models.UniqueConstraint(fields=["unit", "position"], name="work_item_position_once"),
+            models.UniqueConstraint(fields=["unit", "pair"], name="work_item_pair_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"unit {self.unit_id} pair {self.pair_id}"
+
+
 class ClaimState(models.TextChoices):
     ACTIVE = "active", "working on it"
     ASSIGNED = "assigned", "assigned by a lead, starts next"
     DONE = "done", "finished"
     RELEASED = "released", "released"
     EXPIRED = "expired", "expired (idle)"
+    MOVED = "moved", "moved to a newer pool"
 
 
 # States that hold a place on the unit (counted in WorkUnit.claims_taken).
@@ -136,14 +161,17 @@ class Kind(models.TextChoices):
 
 
 class Judgment(models.Model):
-    """One answer of one person on one pool item. Rows are only ever added, never changed.
+    """One answer of one person on one pair. Rows are only ever added, never changed.
 
-    A person's current answer on an item is their latest row; an `undo` row makes the item
-    unjudged again. `idempotency_key` is rendered with the item, so a double click, a retried
+    A judgment belongs to the pair, not to the pool it was made in: it survives any number of
+    pools. A person's current answer on a pair is their latest row; an `undo` row makes the
+    pair unjudged again. `idempotency_key` is rendered with the item, so a double click, a retried
     request or a flaky connection cannot store the same answer twice.
     """
 
-    pool_item = models.ForeignKey(PoolItem, on_delete=models.CASCADE, related_name="judgments")
+    # Deleting a pool leaves its pairs, and so their judgments; only deleting the query or the
+    # document itself (or the whole project) takes them.
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="judgments")
     # Indexed as the first column of `judgment_latest`: a second index on it would only be
     # one more to update on every answer.
     user = models.ForeignKey(
@@ -178,9 +206,9 @@ class Judgment(models.Model):
             models.CheckConstraint(condition=Q(seconds_spent__gte=0), name="seconds_not_negative"),
         ]
         indexes = [
-            models.Index(fields=["user", "pool_item", "-id"], name="judgment_latest"),
+            models.Index(fields=["user", "pair", "-id"], name="judgment_latest"),
         ]
 
     def __str__(self) -> str:
         shown = self.grade if self.kind == Kind.GRADE else self.kind
-        return f"{self.user} on {self.pool_item}: {shown}"
+        return f"{self.user} on {self.pair}: {shown}"

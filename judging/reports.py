@@ -1,5 +1,10 @@
 """What leads see: progress per annotator, per query and per stratum, throughput, claims,
-and the full history of an item. Read-only; none of it is ever shown to annotators."""
+and the full history of a pair. Read-only; none of it is ever shown to annotators.
+
+Answers belong to pairs, not pools: an annotator's totals and throughput count every answer
+they gave in the project, whichever pool it was given in, so a new pool never resets them.
+Per-query progress is the current pool's units.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,9 @@ from datetime import timedelta
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from pooling.models import Pool, PoolItem
+from pooling.models import Pair, Pool
 
-from .models import Claim, ClaimState, Judgment, Kind, WorkUnit
+from .models import Claim, ClaimState, Judgment, Kind, WorkItem, WorkUnit
 
 ANSWERS = (Kind.GRADE, Kind.UNSURE, Kind.SKIP)
 
@@ -33,11 +38,12 @@ class JudgeSummary:
 
 
 def judging_summary(*, pool: Pool) -> list[JudgeSummary]:
-    """Per annotator: answers, throughput and median seconds per answer."""
+    """Per annotator, over the whole project: answers, throughput and median seconds per
+    answer; finished queries in the pool."""
     since = timezone.now() - timedelta(hours=1)
     seconds: dict[str, list[float]] = defaultdict(list)
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    rows = Judgment.objects.filter(pool_item__pool=pool).values_list(
+    rows = Judgment.objects.filter(pair__query__project_id=pool.project_id).values_list(
         "user__username", "kind", "seconds_spent", "created_at"
     )
     for username, kind, spent, created in rows.iterator(chunk_size=5000):
@@ -83,7 +89,7 @@ class TeamThroughput:
 
 
 def team_throughput(summaries: Iterable[JudgeSummary], pool: Pool) -> TeamThroughput:
-    rows = Judgment.objects.filter(pool_item__pool=pool).exclude(kind=Kind.UNDO)
+    rows = Judgment.objects.filter(pair__query__project_id=pool.project_id).exclude(kind=Kind.UNDO)
     spent = list(rows.values_list("seconds_spent", flat=True).iterator(chunk_size=5000))
     return TeamThroughput(
         answers=len(spent),
@@ -137,64 +143,66 @@ def queries_progress(*, pool: Pool, units: list[WorkUnit]) -> list[QueryProgress
     claims: dict[int, list[Claim]] = defaultdict(list)
     for claim in Claim.objects.filter(unit__in=units).select_related("user").order_by("pk"):
         claims[claim.unit_id].append(claim)
-    query_ids = [u.query_id for u in units]
     sizes = dict(
-        PoolItem.objects.filter(pool=pool, query_id__in=query_ids)
-        .values("query_id")
+        WorkItem.objects.filter(unit__in=units)
+        .values("unit_id")
         .annotate(n=Count("pk"))
-        .values_list("query_id", "n")
+        .values_list("unit_id", "n")
     )
-    answered = _answered_per_user_and_query(pool, query_ids)
+    answered = _answered_per_user_and_unit(units)
     return [
         QueryProgress(
             unit,
-            sizes.get(unit.query_id, 0),
-            [Holder(c, answered.get((c.user_id, unit.query_id), 0)) for c in claims[unit.pk]],
+            sizes.get(unit.pk, 0),
+            [Holder(c, answered.get((c.user_id, unit.pk), 0)) for c in claims[unit.pk]],
         )
         for unit in units
     ]
 
 
-def _answered_per_user_and_query(pool: Pool, query_ids: list[int]) -> dict[tuple[int, int], int]:
+def _answered_per_user_and_unit(units: list[WorkUnit]) -> dict[tuple[int, int], int]:
+    """(user, unit) -> how many of the unit's pairs the user's current answer answers."""
+    unit_of = dict(WorkItem.objects.filter(unit__in=units).values_list("pair_id", "unit_id"))
     rows = (
-        Judgment.objects.filter(pool_item__pool=pool, pool_item__query_id__in=query_ids)
+        Judgment.objects.filter(pair_id__in=list(unit_of))
         .order_by("-pk")
-        .values_list("user_id", "pool_item_id", "pool_item__query_id", "kind")
+        .values_list("user_id", "pair_id", "kind")
     )
     seen: set[tuple[int, int]] = set()
     answered: dict[tuple[int, int], int] = defaultdict(int)
-    for user_id, item_id, query_id, kind in rows.iterator(chunk_size=5000):
-        if (user_id, item_id) in seen:
+    for user_id, pair_id, kind in rows.iterator(chunk_size=5000):
+        if (user_id, pair_id) in seen:
             continue
-        seen.add((user_id, item_id))
-        answered[(user_id, query_id)] += kind in ANSWERS
+        seen.add((user_id, pair_id))
+        answered[(user_id, unit_of[pair_id])] += kind in ANSWERS
     return answered
 
 
 @dataclass(frozen=True)
 class ItemRow:
-    item: PoolItem
+    pair: Pair
     current: dict[str, Judgment]  # username -> their current row (latest)
 
 
 def unit_items(*, unit: WorkUnit) -> list[ItemRow]:
-    """The unit's items in display order with every judge's current answer."""
-    items = list(
-        PoolItem.objects.filter(pool_id=unit.pool_id, query_id=unit.query_id)
-        .select_related("document")
+    """The unit's pairs in display order with every judge's current answer."""
+    pairs = [
+        item.pair
+        for item in WorkItem.objects.filter(unit=unit)
+        .select_related("pair__document", "pair__query")
         .order_by("position")
-    )
+    ]
     current: dict[int, dict[str, Judgment]] = defaultdict(dict)
-    rows = Judgment.objects.filter(pool_item__in=items).select_related("user").order_by("pk")
+    rows = Judgment.objects.filter(pair__in=pairs).select_related("user").order_by("pk")
     for judgment in rows:
-        current[judgment.pool_item_id][judgment.user.username] = judgment
-    return [ItemRow(item, current[item.pk]) for item in items]
+        current[judgment.pair_id][judgment.user.username] = judgment
+    return [ItemRow(pair, current[pair.pk]) for pair in pairs]
 
 
-def item_history(*, item: PoolItem) -> list[Judgment]:
-    """Every row ever written for the item, oldest first."""
+def pair_history(*, pair: Pair) -> list[Judgment]:
+    """Every row ever written for the pair, in any pool, oldest first."""
     return list(
-        Judgment.objects.filter(pool_item=item)
+        Judgment.objects.filter(pair=pair)
         .select_related("user", "protocol")
         .order_by("created_at", "pk")
     )

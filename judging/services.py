@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -20,7 +18,6 @@ from django.db.models import (
     Case,
     Exists,
     Max,
-    Min,
     OuterRef,
     QuerySet,
     Subquery,
@@ -31,15 +28,13 @@ from django.utils import timezone
 
 from annotation.models import Project, ProtocolAck, ProtocolVersion
 from annotation.protocol import DiffLine, diff
-from assay.db import bulk_insert
-from jobs.models import Job
-from jobs.services import job_create
-from pooling.models import Pool, PoolItem, Run
-from pooling.services import POOL_BUILD, PoolingError, pool_build
+from pooling.models import Pool
 from pooling.services import current_pool as current_pool  # judging's views read it here
 
-from .assignment import choose_double
-from .models import Claim, ClaimState, JudgingPolicy, Judgment, Kind, WorkUnit
+from .models import Claim, ClaimState, JudgingPolicy, Judgment, Kind, WorkItem
+from .pools import pool_build_create as pool_build_create  # re-exported: views, tests
+from .pools import pool_open as pool_open
+from .pools import pool_open_once as pool_open_once
 from .reports import judging_summary as judging_summary  # the project page's table
 from .services_claims import (
     TOUCH_EVERY,
@@ -54,7 +49,6 @@ from .services_claims import (
     claims_lock,
     place_free,
     place_take,
-    policy_of,
 )
 
 MAX_SECONDS = 3600.0
@@ -76,99 +70,14 @@ class ProtocolChanged(JudgingError):
         self.change = change
 
 
-# --- opening a pool, policy and work units -------------------------------------------------
-
-
-@transaction.atomic
-def pool_open(
-    *,
-    project: Project,
-    runs: Sequence[Run],
-    depth: int,
-    seed: int | None = None,
-    skip_missing: bool = False,
-) -> Pool:
-    """Build a pool of `runs` (see `pooling.services.pool_build`) and open it for judging.
-
-    The pool becomes the project's current one, so its work units are created in the same
-    transaction: annotators never see a current pool with nothing to claim.
-    """
-    pool = pool_build(project=project, runs=runs, depth=depth, seed=seed, skip_missing=skip_missing)
-    work_units_create(pool=pool)  # one per query; judging claims them
-    return pool
-
-
-def pool_build_create(
-    *, project: Project, run_ids: Sequence[int], depth: int, seed: int, user: User | None = None
-) -> Job:
-    """The queued job that builds a pool and opens it (`judging.tasks.pool_build_job`);
-    publish it with `jobs.services.job_enqueue` once committed."""
-    return job_create(
-        project=project,
-        kind=POOL_BUILD,
-        handler="judging.tasks.pool_build_job",
-        params={"run_ids": list(run_ids), "depth": depth, "seed": seed},
-        user=user,
-    )
-
-
-@transaction.atomic
-def pool_open_once(*, project_id: int, run_ids: Sequence[int], depth: int, seed: int) -> Pool:
-    """`pool_open`, idempotent: a pool with the same project, depth, seed and runs is reused
-    (a restarted pool-build job finds the pool its earlier attempt built).
-
-    The project row is locked first, so that a second delivery of the same build while the
-    first is still building waits for it and then finds its pool, instead of building another.
-    """
-    project = Project.objects.select_for_update().get(pk=project_id)
-    runs = list(Run.objects.filter(project=project, pk__in=run_ids).order_by("name"))
-    if len(runs) != len(set(run_ids)):
-        raise PoolingError("some of the runs asked for are not this project's")
-    existing = project.pools.filter(depth=depth, seed=seed).order_by("pk")
-    for pool in existing.prefetch_related("runs"):
-        if {r.pk for r in pool.runs.all()} == {r.pk for r in runs}:
-            return pool
-    return pool_open(project=project, runs=runs, depth=depth, seed=seed)
-
-
-@transaction.atomic
-def work_units_create(
-    *, pool: Pool, double_share: float | None = None, seed: int | None = None
-) -> int:
-    """One work unit per query of the pool, in the pool's query order; returns how many.
-
-    round(share x n) queries of each stratum of n (`Query.stratum`, "" being one stratum) are
-    drawn, with `seed` (default: the pool's), to be judged blind by two people. Idempotent.
-    """
-    if pool.units.exists():
-        return 0
-    share = policy_of(pool.project).double_share if double_share is None else double_share
-    firsts = (
-        pool.items.values("query_id", "query__stratum")
-        .annotate(first=Min("position"))
-        .order_by("first")
-    )
-    queries = [(row["query_id"], row["query__stratum"] or "") for row in firsts]
-    strata: dict[str, list[int]] = defaultdict(list)
-    for query_id, stratum in queries:
-        strata[stratum].append(query_id)
-    double = choose_double(strata, share, pool.seed if seed is None else seed)
-    rows = (
-        (pool.pk, query_id, position, stratum, 2 if query_id in double else 1, 0)
-        for position, (query_id, stratum) in enumerate(queries)
-    )
-    columns = ["pool_id", "query_id", "position", "stratum", "judges_needed", "claims_taken"]
-    return bulk_insert(WorkUnit, columns, rows)
-
-
 # --- the state of one query for one annotator ----------------------------------------------
 
 
 @dataclass(frozen=True)
 class UnitState:
-    """Where an annotator stands on their claimed query: items in display order and their
-    current answer kind (None: not judged yet, or undone), and how many queries of the pool
-    they have finished."""
+    """Where an annotator stands on their claimed query: its items (pair pks, the pairs the
+    unit holds as work) in display order and their current answer kind on each (None: not
+    judged yet, or undone), and how many queries of the pool they have finished."""
 
     claim: Claim
     items: list[tuple[int, str | None]]
@@ -201,9 +110,10 @@ class UnitState:
 
 
 def unit_state(*, claim: Claim) -> UnitState:
-    """The items of the claim's query in display order with the holder's current answer on
-    each (their latest row), and how many queries of the pool they finished: one statement."""
-    params = [claim.pool_id, claim.user_id, claim.user_id, claim.pool_id, claim.unit.query_id]
+    """The items of the claim's unit in display order with the holder's current answer on
+    each (their latest row on the pair, in whichever pool it was made), and how many queries of
+    the pool they finished: one statement."""
+    params = [claim.pool_id, claim.user_id, claim.user_id, claim.unit_id]
     rows = _rows(_ITEMS, params)
     latest: dict[int, str | None] = {}
     for pk, kind, _finished in rows:
@@ -223,11 +133,11 @@ _FINISHED = (
 )
 # One row per item and answer of the holder's (LEFT JOIN), oldest answer first: the last row of
 # an item is its current answer. PostgreSQL reads a person's few rows through
-# `judgment_latest`, or, once they have many, looks up each of the ~20 items by index.
+# `judgment_latest`, or, once they have many, looks up each of the ~20 pairs by index.
 _ITEMS = (
-    f"SELECT i.id, j.kind, ({_FINISHED}) FROM pooling_poolitem i"
-    " LEFT JOIN judging_judgment j ON j.pool_item_id = i.id AND j.user_id = %s"
-    " WHERE i.pool_id = %s AND i.query_id = %s ORDER BY i.position, j.id"
+    f"SELECT w.pair_id, j.kind, ({_FINISHED}) FROM judging_workitem w"
+    " LEFT JOIN judging_judgment j ON j.pair_id = w.pair_id AND j.user_id = %s"
+    " WHERE w.unit_id = %s ORDER BY w.position, j.id"
 )
 
 
@@ -368,6 +278,8 @@ def judgment_submit(
     NotYours when the item is not in the user's active claim or the key was used for another
     answer, and ProtocolChanged when a new protocol version must be acknowledged first.
     """
+    if not 0 < item_id < 2**63:  # no row has such an id (and SQLite cannot even look it up)
+        raise NoSuchItem("there is no such item in this pool")
     try:
         return _submit(pool=pool, user=user, item_id=item_id, answer=answer, key=key)
     except (NotYours, ProtocolChanged, IntegrityError):
@@ -395,7 +307,7 @@ def _stored(key: uuid.UUID, user: User, *, item_id: int | None, undo: bool) -> J
         return None
     if stored.user_id != user.pk:
         raise NotYours("this submission key has already been used")
-    same_item = item_id is None or stored.pool_item_id == item_id
+    same_item = item_id is None or stored.pair_id == item_id
     if not same_item or (stored.kind == Kind.UNDO) != undo:
         raise NotYours(KEY_USED)
     return stored
@@ -439,7 +351,7 @@ def _record(
     item_id: int, user: User, answer: Answer, key: uuid.UUID, protocol: ProtocolVersion | None
 ) -> Judgment:
     return Judgment.objects.create(
-        pool_item_id=item_id,
+        pair_id=item_id,
         user=user,
         kind=answer.kind,
         grade=answer.grade,
@@ -459,17 +371,17 @@ def _protocol_gate(project: Project, user: User) -> ProtocolVersion | None:
 
 def _claim_for_item(pool: Pool, user: User, item_id: int) -> Claim:
     """The user's active claim holding `item_id`; an expired one is resumed if still free."""
-    query_id = PoolItem.objects.filter(pk=item_id, pool=pool).values("query_id")
+    unit_id = WorkItem.objects.filter(pair_id=item_id, unit__pool=pool).values("unit_id")
     claim = (
         Claim.objects.select_related("unit")
-        .filter(pool=pool, user=user, unit__query_id=Subquery(query_id[:1]))
+        .filter(pool=pool, user=user, unit_id__in=Subquery(unit_id))
         .first()
     )
     if claim is not None and claim.state == ClaimState.ACTIVE:
         return claim
     if claim is not None and claim.state == ClaimState.EXPIRED and _resume(claim):
         return claim
-    if not PoolItem.objects.filter(pk=item_id, pool=pool).exists():
+    if not WorkItem.objects.filter(pair_id=item_id, unit__pool=pool).exists():
         raise NoSuchItem("there is no such item in this pool")
     raise NotYours(
         "this item is not in the query you are working on (it may have been released, "
@@ -522,7 +434,7 @@ def _undo_last(*, pool: Pool, user: User, key: uuid.UUID) -> Judgment:
 
 def _last_answered(claim: Claim) -> int | None:
     """The item whose current answer is the user's most recent one in the claim's query."""
-    rows = _own_rows(claim).order_by("-pk").values_list("pool_item_id", "kind")
+    rows = _own_rows(claim).order_by("-pk").values_list("pair_id", "kind")
     seen: set[int] = set()
     for item_id, kind in rows:
         if item_id not in seen and kind != Kind.UNDO:
@@ -532,12 +444,9 @@ def _last_answered(claim: Claim) -> int | None:
 
 
 def _own_rows(claim: Claim) -> QuerySet[Judgment]:
-    """The claim holder's judgments on the items of the claim's query."""
-    return Judgment.objects.filter(
-        user_id=claim.user_id,
-        pool_item__pool_id=claim.pool_id,
-        pool_item__query_id=claim.unit.query_id,
-    )
+    """The claim holder's judgments on the pairs of the claim's unit."""
+    pairs = WorkItem.objects.filter(unit_id=claim.unit_id).values("pair_id")
+    return Judgment.objects.filter(user_id=claim.user_id, pair_id__in=pairs)
 
 
 def _reopen_just_finished(pool: Pool, user: User, held: Claim | None) -> Claim | None:
@@ -557,9 +466,9 @@ def _reopen_just_finished(pool: Pool, user: User, held: Claim | None) -> Claim |
         .first()
     )
     latest = (
-        Judgment.objects.filter(user=user, pool_item__pool=pool)
+        Judgment.objects.filter(user=user, pair__work_items__unit__pool=pool)
         .order_by("-pk")
-        .values_list("pool_item__query_id", flat=True)
+        .values_list("pair__query_id", flat=True)
         .first()
     )
     if previous is None or latest != previous.unit.query_id:
@@ -662,9 +571,9 @@ class ShownItem:
 # Plain SQL, as `_ITEMS`: every answer shows a next item, and the ORM spent about 1 ms building
 # a join of three tables with `only()` (and three model objects) against 0.2 ms to send it.
 _SHOWN = (
-    "SELECT i.id, q.qid, q.text, q.description, d.docid, d.title, d.text"
-    " FROM pooling_poolitem i JOIN annotation_query q ON q.id = i.query_id"
-    " JOIN annotation_document d ON d.id = i.document_id WHERE i.id = %s"
+    "SELECT p.id, q.qid, q.text, q.description, d.docid, d.title, d.text"
+    " FROM pooling_pair p JOIN annotation_query q ON q.id = p.query_id"
+    " JOIN annotation_document d ON d.id = p.document_id WHERE p.id = %s"
 )
 
 
@@ -690,8 +599,8 @@ def progress_of(*, pool: Pool, user: User) -> JudgeProgress:
     state = unit_state(claim=claim) if claim else None
     # An item counts when its latest row is an answer: an undone item is not answered.
     latest = (
-        Judgment.objects.filter(user=user, pool_item__pool=pool)
-        .values("pool_item_id")
+        Judgment.objects.filter(user=user, pair__work_items__unit__pool=pool)
+        .values("pair_id")
         .annotate(last=Max("pk"))
         .values("last")
     )

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
+
 from jobs.errors import JobInputError
 from jobs.models import Job
 from jobs.run import Progress
+from pooling.models import PoolScope
 from pooling.services import PoolingError
 
-from .services import pool_open_once
+from .pools import pool_open_once
 
 
 def pool_build_job(job: Job, progress: Progress) -> dict[str, Any]:
@@ -21,7 +24,17 @@ def pool_build_job(job: Job, progress: Progress) -> dict[str, Any]:
             run_ids=params["run_ids"],
             depth=params["depth"],
             seed=params["seed"],
+            scope=params.get("scope", PoolScope.ALL),
+            skip_missing=params.get("skip_missing", False),
+            after=params.get("after"),
+            # Only a build confirmed on a preview carries "after" (commands build at once).
+            check_after="after" in params,
+            user=User.objects.filter(pk=job.created_by_id or 0).first(),
         )
     except PoolingError as error:
         raise JobInputError(str(error)) from error  # no queries, runs of another project...
-    return {"pool_id": pool.pk, "summary": f"pool of depth {pool.depth} built"}
+    return {
+        "pool_id": pool.pk,
+        "summary": f"pool #{pool.pk} of depth {pool.depth} built: {pool.added} pairs added, "
+        f"{pool.to_judge} to judge",
+    }

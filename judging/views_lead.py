@@ -3,7 +3,7 @@ reassign), members, and the full history of an item. Annotators get 403 on every
 
 from __future__ import annotations
 
-import random
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib import messages
@@ -22,17 +22,20 @@ from accounts.services import (
     signin_link_refusal,
 )
 from annotation.access import Access, project_for_lead
-from annotation.models import Role
+from annotation.models import Project, Role
 from annotation.services import membership_set
 from jobs.errors import QueueUnavailable
 from jobs.services import job_enqueue
+from pooling.models import Pair, PoolScope, Run
+from pooling.services import PoolingError, new_seed
 
 from .access import pool_or_404
 from .models import Claim, WorkUnit
+from .pools import PoolPlan, pool_plan
 from .reports import (
-    item_history,
     judging_summary,
     open_claims,
+    pair_history,
     queries_progress,
     strata_progress,
     team_throughput,
@@ -42,39 +45,106 @@ from .services import (
     JudgingError,
     current_pool,
     judging_policy_set,
-    policy_of,
     pool_build_create,
 )
-from .services_claims import claim_reassign, claim_release
+from .services_claims import claim_reassign, claim_release, policy_of
 
 QUERIES_PER_PAGE = 50
+MAX_DEPTH = 1000  # in the page; the command takes deeper pools
 
 
 def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
     return project_for_lead(request, slug)
 
 
+@dataclass(frozen=True)
+class PoolRequest:
+    """A new pool as the lead's form asks for it."""
+
+    runs: list[Run]
+    depth: int
+    scope: str
+    skip_missing: bool
+
+    def plan(self, project: Project, seed: int) -> PoolPlan:
+        return pool_plan(
+            project=project,
+            runs=self.runs,
+            depth=self.depth,
+            seed=seed,
+            scope=self.scope,
+            skip_missing=self.skip_missing,
+        )
+
+
+def _pool_request(request: HttpRequest, project: Project) -> PoolRequest:
+    """The form's runs, depth and queries; raises PoolingError saying what to fix."""
+    run_ids = {int(pk) for pk in request.POST.getlist("runs") if pk.isdigit()}
+    runs = list(project.runs.filter(pk__in=run_ids).order_by("name"))
+    depth = _int(request.POST.get("depth", "10"))
+    scope = request.POST.get("scope", PoolScope.ALL)
+    if not runs or len(runs) != len(run_ids) or not 1 <= depth <= MAX_DEPTH:
+        raise PoolingError(f"Choose at least one run and a depth between 1 and {MAX_DEPTH}.")
+    if scope not in PoolScope.values:
+        raise PoolingError("Choose which queries to pool: all, or only those in no pool yet.")
+    return PoolRequest(runs, depth, scope, request.POST.get("skip_missing") == "on")
+
+
+def _int(raw: str, digits: int = 9) -> int:
+    """A whole number typed or carried in a form, 0 for anything else (or longer)."""
+    raw = raw.strip()
+    return int(raw) if raw.isdigit() and len(raw) <= digits else 0
+
+
 @login_required
-def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
-    """The pool page's "build pool" button: build the pool and open it for judging, in the
-    background (a job, whose state the pool page shows)."""
+@require_POST
+def pool_preview(request: HttpRequest, slug: str) -> HttpResponse:
+    """What the pool would add, before anything is built: the lead confirms on this page."""
     access = _get_project_for_lead(request, slug)
-    if request.method != "POST":
-        return redirect("pool_detail", slug=slug)
-    run_ids = [int(pk) for pk in request.POST.getlist("runs") if pk.isdigit()]
+    project = access.project
+    seed = new_seed()
     try:
-        depth = int(request.POST.get("depth", "10"))
-    except ValueError:
-        depth = 0
-    if not run_ids or not 1 <= depth <= 1000:
-        messages.error(request, "Choose at least one run and a depth between 1 and 1000.")
+        wanted = _pool_request(request, project)
+        plan = wanted.plan(project, seed)
+    except PoolingError as error:
+        messages.error(request, str(error))
         return redirect("pool_detail", slug=slug)
-    seed = random.SystemRandom().randrange(2**31)
+    context = {
+        "project": project,
+        "plan": plan,
+        "wanted": wanted,
+        "seed": seed,
+        "after": plan.previous.pk if plan.previous else "",
+        "missing": plan.selection.missing[:10],
+    }
+    return render(request, "judging/pool_preview.html", context)
+
+
+@login_required
+@require_POST
+def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
+    """The preview's "build" button: build the pool previewed and open it for judging, in the
+    background (a job, whose state the pool page shows). The seed is the preview's, so the
+    pool is the one shown; `after` lets the job refuse if another pool was built since."""
+    access = _get_project_for_lead(request, slug)
+    try:
+        wanted = _pool_request(request, access.project)
+    except PoolingError as error:
+        messages.error(request, str(error))
+        return redirect("pool_detail", slug=slug)
+    seed = _int(request.POST.get("seed", ""), digits=18) or new_seed()
+    after = _int(request.POST.get("after", "")) or None
     job = pool_build_create(
         project=access.project,
-        run_ids=run_ids,
-        depth=depth,
+        run_ids=[run.pk for run in wanted.runs],
+        depth=wanted.depth,
         seed=seed,
+        scope=wanted.scope,
+        skip_missing=wanted.skip_missing,
+        after=after,
+        # Confirmed on a preview: refused if another pool was built since. A post without one
+        # (a script) builds on whatever is current, as the command does.
+        check_after="after" in request.POST,
         user=request.user,  # type: ignore[arg-type]
     )
     try:
@@ -82,7 +152,7 @@ def pool_create(request: HttpRequest, slug: str) -> HttpResponse:
     except QueueUnavailable as error:
         messages.error(request, str(error))
     else:
-        messages.info(request, f"Building a depth-{depth} pool of {len(run_ids)} runs.")
+        messages.info(request, f"Building a depth-{wanted.depth} pool of {len(wanted.runs)} runs.")
     return redirect("pool_detail", slug=slug)
 
 
@@ -128,16 +198,20 @@ def unit_detail(request: HttpRequest, slug: str, unit_id: int) -> HttpResponse:
 
 
 @login_required
-def item_history_view(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
+def pair_history_view(request: HttpRequest, slug: str, pair_id: int) -> HttpResponse:
+    """Every answer ever given on a pair, in any pool, and the pools that selected it."""
     access = _get_project_for_lead(request, slug)
-    pool = pool_or_404(access)
-    item = get_object_or_404(pool.items.select_related("query", "document"), pk=item_id)
-    unit = WorkUnit.objects.filter(pool=pool, query=item.query).first()
+    pair = get_object_or_404(
+        Pair.objects.select_related("query", "document"), pk=pair_id, query__project=access.project
+    )
+    unit = WorkUnit.objects.filter(items__pair=pair).order_by("-pool_id").first()
+    pools = pair.pool_items.select_related("pool").order_by("pool_id")
     context = {
         "project": access.project,
-        "item": item,
+        "pair": pair,
         "unit": unit,
-        "rows": item_history(item=item),
+        "pools": pools,
+        "rows": pair_history(pair=pair),
     }
     return render(request, "judging/lead_item.html", context)
 

@@ -13,5 +13,5 @@ class RunAdmin(admin.ModelAdmin):
 
 @admin.register(Pool)
 class PoolAdmin(admin.ModelAdmin):
-    list_display = ["pk", "project", "depth", "seed", "created_at"]
+    list_display = ["pk", "project", "depth", "scope", "added", "to_judge", "created_at"]
     list_filter = ["project"]

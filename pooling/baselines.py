@@ -17,20 +17,21 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import bm25s
 import numpy as np
 import numpy.typing as npt
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from formats.beir import CorpusDoc, QueryRow
 from formats.trec import RunRow
 
 __all__ = [
+    "BASELINES",
     "BM25_B",
     "BM25_K1",
     "STOPWORDS",
+    "baseline_names",
     "bm25_idf",
     "bm25_length_factor",
     "bm25_run",
@@ -78,7 +79,8 @@ def tokenize(text: str) -> list[str]:
 def _expand(tokens: list[str]) -> Iterator[str]:
     for token in tokens:
         yield token
-        if _JOINER_RE.search(token):
+        # Most tokens hold no joiner: two substring tests cost less than a regex search.
+        if "-" in token or "_" in token:
             yield from _JOINER_RE.split(token)
 
 
@@ -159,6 +161,10 @@ def tfidf_run(
     (``sublinear_tf``), idf = ln((1 + N) / (1 + df)) + 1 (smoothed), vectors L2-normalised,
     so the dot product of a query and a document vector is their cosine.
     """
+    # Imported here: scikit-learn takes a second or two to import, which every process that
+    # imports this module (the web server, a BM25-only run) would otherwise pay for nothing.
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     _check_inputs(docs, k)
     if not docs:
         return []
@@ -179,22 +185,60 @@ def tfidf_run(
     return rows
 
 
+def _full_texts(docs: Sequence[CorpusDoc]) -> list[tuple[str, str]]:
+    return [(doc.docid, f"{doc.title}\n{doc.text}") for doc in docs]
+
+
+def _pairs(queries: Sequence[QueryRow]) -> list[tuple[str, str]]:
+    return [(query.qid, query.text) for query in queries]
+
+
+def _bm25(docs: Sequence[CorpusDoc], queries: Sequence[QueryRow], k: int) -> list[RunRow]:
+    return bm25_run(_full_texts(docs), _pairs(queries), k=k, tag="bm25")
+
+
+def _tfidf(docs: Sequence[CorpusDoc], queries: Sequence[QueryRow], k: int) -> list[RunRow]:
+    return tfidf_run(_full_texts(docs), _pairs(queries), k=k, tag="tfidf")
+
+
+def _bm25_title(docs: Sequence[CorpusDoc], queries: Sequence[QueryRow], k: int) -> list[RunRow]:
+    titles = [(doc.docid, doc.title) for doc in docs]
+    return bm25_run(titles, _pairs(queries), k=k, tag="bm25-title")
+
+
+Baseline = Callable[[Sequence[CorpusDoc], Sequence[QueryRow], int], list[RunRow]]
+
+# Each baseline by the name its run carries; every one is run by default, in this order.
+BASELINES: dict[str, Baseline] = {"bm25": _bm25, "tfidf": _tfidf, "bm25-title": _bm25_title}
+
+
 def run_baselines(
-    docs: Sequence[CorpusDoc], queries: Sequence[QueryRow], k: int = 100
+    docs: Sequence[CorpusDoc],
+    queries: Sequence[QueryRow],
+    k: int = 100,
+    only: Sequence[str] | None = None,
 ) -> dict[str, list[RunRow]]:
-    """Run every baseline: ``{"bm25": ..., "tfidf": ..., "bm25-title": ...}``.
+    """Run the baselines named in ``only`` (default: all of :data:`BASELINES`):
+    ``{"bm25": ..., "tfidf": ..., "bm25-title": ...}``, each row tagged with its name.
 
     bm25 and tfidf index ``title + "\\n" + text``; bm25-title indexes the titles alone
     (documents without a title are then never retrieved by it).
     """
-    full = [(doc.docid, f"{doc.title}\n{doc.text}") for doc in docs]
-    titles = [(doc.docid, doc.title) for doc in docs]
-    pairs = [(query.qid, query.text) for query in queries]
-    return {
-        "bm25": bm25_run(full, pairs, k=k, tag="bm25"),
-        "tfidf": tfidf_run(full, pairs, k=k, tag="tfidf"),
-        "bm25-title": bm25_run(titles, pairs, k=k, tag="bm25-title"),
-    }
+    names = baseline_names(only)
+    return {name: BASELINES[name](docs, queries, k) for name in names}
+
+
+def baseline_names(only: Sequence[str] | None) -> list[str]:
+    """The baselines asked for, in :data:`BASELINES` order; an unknown name is a ValueError."""
+    if only is None:
+        return list(BASELINES)
+    known = ", ".join(BASELINES)
+    unknown = [name for name in only if name not in BASELINES]
+    if unknown:
+        raise ValueError(f"unknown baseline {', '.join(unknown)}; known: {known}")
+    if not only:
+        raise ValueError(f"no baseline chosen; known: {known}")
+    return [name for name in BASELINES if name in only]
 
 
 def _check_inputs(docs: Sequence[tuple[str, str]], k: int) -> None:

@@ -6,16 +6,18 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth.models import User
 from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
 
 from annotation.models import Document, Project
 from assay.db import bulk_insert, max_length, placeholders
-from formats.trec import RunRow, read_run
+from formats.trec import FormatError, RunRow, read_run
 
-from .models import Pool, PoolItem, Run, RunResult
+from .models import Pair, Pool, PoolItem, PoolScope, Run, RunResult
 from .pooling import PoolEntry, depth_pool
 
 POOL_BUILD = "pool_build"  # the kind of the job that builds a pool (judging.tasks)
@@ -32,18 +34,31 @@ def run_import(
     path: str | Path,
     name: str | None = None,
     user: User | None = None,
+    shown: str | None = None,
 ) -> Run:
-    """Store a TREC run file as one Run (all or nothing)."""
+    """Store a TREC run file as one Run (all or nothing). ``shown`` names the file in errors
+    and in the run's source when it is not the path (an upload kept under another name)."""
+    run_name, ranked = run_read(path=path, name=name, shown=shown)
+    source = Path(shown or path).name
+    return run_create(project=project, name=run_name, ranked=ranked, source=source, user=user)
+
+
+def run_read(
+    *, path: str | Path, name: str | None = None, shown: str | None = None
+) -> tuple[str, dict[str, list[RunRow]]]:
+    """Read and check a TREC run file: the run's name (``name``, else the file's single tag)
+    and its rows by query, in trec_eval order. Errors name the file as ``shown``."""
+    shown = shown or str(path)
     # A longer id would fail on PostgreSQL's varchar (SQLite does not check): say which line.
     longest = min(max_length(RunResult, "qid"), max_length(RunResult, "docid"))
-    ranked = read_run(path, max_id_length=longest)
+    try:
+        ranked = read_run(path, max_id_length=longest)
+    except FormatError as error:
+        raise FormatError(shown, error.line, error.reason) from None
     if not ranked:
         # Even when named: an empty run is a wrong path or a failed download, never a system.
-        raise PoolingError(f"{path}: the run file is empty")
-    run_name = name or _single_tag(ranked, path)
-    return run_create(
-        project=project, name=run_name, ranked=ranked, source=Path(path).name, user=user
-    )
+        raise PoolingError(f"{shown}: the run file is empty")
+    return name or _single_tag(ranked, shown), ranked
 
 
 @transaction.atomic
@@ -60,6 +75,15 @@ def run_create(
     The stored rank is the position in trec_eval order (score descending, ties by docid
     descending), not the file's rank column, so that every later measure agrees with trec_eval.
     """
+    run_name_check(project=project, name=name, source=source)
+    run = Run.objects.create(project=project, name=name, source=source, created_by=user)
+    _store_results(run, ranked)
+    return run
+
+
+def run_name_check(*, project: Project, name: str, source: str = "") -> None:
+    """Refuse a run name that cannot be stored: too long, or the name of a run the project
+    already holds (runs are immutable). ``source`` names the file in the message."""
     longest = max_length(Run, "name")
     if len(name) > longest:
         raise PoolingError(
@@ -71,9 +95,6 @@ def run_create(
             f"{source or name}: project {project.slug!r} already has a run named {name!r}; "
             "runs are immutable, so give this one another name"
         )
-    run = Run.objects.create(project=project, name=name, source=source, created_by=user)
-    _store_results(run, ranked)
-    return run
 
 
 def _single_tag(ranked: dict[str, list[RunRow]], path: str | Path) -> str:
@@ -93,6 +114,138 @@ def _store_results(run: Run, ranked: dict[str, list[RunRow]]) -> None:
     bulk_insert(RunResult, ["run_id", "qid", "docid", "rank", "score"], rows)
 
 
+@dataclass(frozen=True)
+class Selection:
+    """What a pool of `runs` at `depth` selects, before anything is written: its entries (only
+    documents of the corpus) and the pooled documents the corpus lacks."""
+
+    entries: list[PoolEntry]
+    query_ids: dict[str, int]  # qid -> primary key, for the selected queries
+    document_ids: dict[str, int]  # docid -> primary key, for the selected documents
+    missing: list[str]  # pooled docids not in the corpus, sorted
+
+    def pair_keys(self) -> list[tuple[int, int]]:
+        """(query pk, document pk) of every entry, in the order of `entries`."""
+        q, d = self.query_ids, self.document_ids
+        return [(q[e.qid], d[e.docid]) for e in self.entries]
+
+
+def pool_select(
+    *,
+    project: Project,
+    runs: Sequence[Run],
+    depth: int,
+    scope: str = PoolScope.ALL,
+    skip_missing: bool = False,
+) -> Selection:
+    """The pairs a pool of `runs` at `depth` selects: the union of every run's top `depth`
+    documents for the project's queries (with scope "new", only the queries no pool holds yet).
+
+    Queries of the runs that the project does not hold are ignored. A pooled document that is
+    not in the corpus is an error (it could not be shown to a judge) unless `skip_missing`.
+    """
+    if depth < 1:
+        raise PoolingError("the pool depth must be at least 1")
+    if not runs:
+        raise PoolingError(f"project {project.slug!r} has no runs to pool; import runs first")
+    queries = _queries_in_scope(project, scope)
+    top, documents = _top_rows(project, runs, depth, queries.keys())
+    entries = depth_pool(top, depth, qids=queries.keys())
+    missing = sorted({entry.docid for entry in entries} - documents.keys())
+    _check_documents(project, missing, skip_missing=skip_missing)
+    entries = [e for e in entries if e.docid in documents]
+    if not entries:
+        raise PoolingError(_nothing_to_pool(project, top, queries.keys(), scope))
+    used_docs = {e.docid for e in entries}
+    used_queries = {e.qid for e in entries}
+    return Selection(
+        entries=entries,
+        query_ids={qid: pk for qid, pk in queries.items() if qid in used_queries},
+        document_ids={docid: pk for docid, pk in documents.items() if docid in used_docs},
+        missing=missing,
+    )
+
+
+def _queries_in_scope(project: Project, scope: str) -> dict[str, int]:
+    queries = project.queries.all()
+    if scope == PoolScope.NEW:
+        queries = queries.exclude(Exists(PoolItem.objects.filter(pair__query=OuterRef("pk"))))
+    elif scope != PoolScope.ALL:
+        raise PoolingError(f"the pool's queries must be {' or '.join(PoolScope.values)}")
+    return dict(queries.values_list("qid", "pk"))
+
+
+@transaction.atomic
+def pool_create(
+    *,
+    project: Project,
+    runs: Sequence[Run],
+    selection: Selection,
+    depth: int,
+    seed: int,
+    scope: str = PoolScope.ALL,
+    user: User | None = None,
+    known: dict[tuple[int, int], int] | None = None,
+) -> tuple[Pool, dict[tuple[int, int], int]]:
+    """Store the selection as a pool: a pair for every (query, document) no pool held yet, and
+    an item per selected pair in the seeded display order (see `display_order`).
+
+    Returns the pool and (query pk, document pk) -> pair pk for every selected pair. Nothing
+    else changes: the judgments of pairs selected again stay theirs. `known`: the pairs of the
+    selection's queries, when the caller has just read them (`existing_pairs`).
+    """
+    pool = Pool.objects.create(
+        project=project, depth=depth, seed=seed, scope=scope, created_by=user
+    )
+    pool.runs.set(runs)
+    pairs = pairs_for(selection.pair_keys(), known)
+    q, d = selection.query_ids, selection.document_ids
+    provenance = _ProvenanceText()
+    rows = (
+        (
+            pool.pk,
+            pairs[(q[entry.qid], d[entry.docid])],
+            provenance(entry.runs),
+            min(entry.runs.values()),
+            position,
+        )
+        for position, entry in enumerate(display_order(selection.entries, seed))
+    )
+    bulk_insert(PoolItem, ["pool_id", "pair_id", "provenance", "best_rank", "position"], rows)
+    return pool, pairs
+
+
+def pairs_for(
+    keys: Sequence[tuple[int, int]], known: dict[tuple[int, int], int] | None = None
+) -> dict[tuple[int, int], int]:
+    """(query pk, document pk) -> pair pk for every key, creating the pairs that are missing."""
+    pairs = existing_pairs({query for query, _ in keys}) if known is None else known
+    new = sorted(set(keys) - pairs.keys())
+    if new:
+        bulk_insert(Pair, ["query_id", "document_id"], new)
+        pairs = existing_pairs({query for query, _ in new}) | pairs
+    return pairs
+
+
+IN_CHUNK = 500  # ids per IN list: far below every backend's limit on parameters
+
+
+def existing_pairs(query_ids: Iterable[int]) -> dict[tuple[int, int], int]:
+    """(query pk, document pk) -> pair pk of every pair of the given queries."""
+    ids = sorted(query_ids)
+    found: dict[tuple[int, int], int] = {}
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), IN_CHUNK):
+            chunk = ids[start : start + IN_CHUNK]
+            cursor.execute(
+                "SELECT query_id, document_id, id FROM pooling_pair"
+                f" WHERE query_id IN ({placeholders(len(chunk))})",
+                chunk,
+            )
+            found.update(((q, d), pk) for q, d, pk in cursor.fetchall())
+    return found
+
+
 @transaction.atomic
 def pool_build(
     *,
@@ -101,44 +254,22 @@ def pool_build(
     depth: int,
     seed: int | None = None,
     skip_missing: bool = False,
+    scope: str = PoolScope.ALL,
 ) -> Pool:
-    """Pool the top-`depth` documents of `runs` for every query of the project.
-
-    Queries of the runs that the project does not hold are ignored. A pooled document that is
-    not in the corpus is an error (it could not be shown to a judge) unless `skip_missing`.
-    The new pool becomes the project's current one: whoever opens it for judging creates its
-    work units in the same transaction.
-    """
-    if depth < 1:
-        raise PoolingError("the pool depth must be at least 1")
-    if not runs:
-        raise PoolingError(f"project {project.slug!r} has no runs to pool; import runs first")
-    queries = dict(project.queries.values_list("qid", "pk"))
-    top, documents = _top_rows(project, runs, depth, queries.keys())
-    entries = depth_pool(top, depth, qids=queries.keys())
-    _check_documents(project, entries, documents, skip_missing=skip_missing)
-    entries = [e for e in entries if e.docid in documents]
-    if not entries:
-        # An empty pool would become the current pool and take the judges' work away.
-        raise PoolingError(_nothing_to_pool(project, top, queries.keys()))
-    seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
-    pool = Pool.objects.create(project=project, depth=depth, seed=seed)
-    pool.runs.set(runs)
-    provenance = _ProvenanceText()
-    rows = (
-        (
-            pool.pk,
-            queries[entry.qid],
-            documents[entry.docid],
-            provenance(entry.runs),
-            min(entry.runs.values()),
-            position,
-        )
-        for position, entry in enumerate(display_order(entries, seed))
+    """`pool_select` then `pool_create`, with a random seed unless one is given. Makes no work:
+    opening a pool for judging is `judging.pools.pool_open`'s."""
+    selection = pool_select(
+        project=project, runs=runs, depth=depth, scope=scope, skip_missing=skip_missing
     )
-    columns = ["pool_id", "query_id", "document_id", "provenance", "best_rank", "position"]
-    bulk_insert(PoolItem, columns, rows)
+    seed = seed if seed is not None else new_seed()
+    pool, _ = pool_create(
+        project=project, runs=runs, selection=selection, depth=depth, seed=seed, scope=scope
+    )
     return pool
+
+
+def new_seed() -> int:
+    return random.SystemRandom().randrange(2**31)
 
 
 def current_pool(project: Project) -> Pool | None:
@@ -195,26 +326,22 @@ def _top_rows(
     return {name: dict(per_query) for name, per_query in by_run.items()}, documents
 
 
-def _check_documents(
-    project: Project,
-    entries: Sequence[PoolEntry],
-    documents: Mapping[str, int],
-    *,
-    skip_missing: bool,
-) -> None:
-    missing = {entry.docid for entry in entries} - documents.keys()
+def _check_documents(project: Project, missing: Sequence[str], *, skip_missing: bool) -> None:
     if missing and not skip_missing:
-        examples = ", ".join(sorted(missing)[:5])
+        examples = ", ".join(missing[:5])
         raise PoolingError(
             f"{len(missing)} pooled documents are not in the corpus of {project.slug!r} "
-            f"(e.g. {examples}); import the corpus that holds them, or skip them explicitly"
+            f"(e.g. {examples}); import the documents first, or leave them out (the pool "
+            'form\'s "leave out" option, build_pool --skip-missing)'
         )
 
 
 def _nothing_to_pool(
-    project: Project, top: Mapping[str, Mapping[str, object]], qids: Iterable[str]
+    project: Project, top: Mapping[str, Mapping[str, object]], qids: Iterable[str], scope: str
 ) -> str:
     held = sorted(qids)
+    if not held and scope == PoolScope.NEW:
+        return f"every query of {project.slug!r} is in a pool already: no new query to pool"
     if not held:
         return f"project {project.slug!r} has no queries to pool; import queries first"
     pooled = sorted({qid for per_query in top.values() for qid in per_query})
@@ -249,5 +376,5 @@ def display_order(entries: Sequence[PoolEntry], seed: int) -> list[PoolEntry]:
 
 def pool_entries(pool: Pool) -> list[PoolEntry]:
     """The pool's items as pure records, for statistics."""
-    rows = pool.items.values_list("query__qid", "document__docid", "provenance")
+    rows = pool.items.values_list("pair__query__qid", "pair__document__docid", "provenance")
     return [PoolEntry(qid, docid, prov) for qid, docid, prov in rows.iterator(chunk_size=5000)]

@@ -36,11 +36,15 @@ class DataKind:
     job_kind: str
     field: str
     noun: str  # what the rows are, for people
+    what: str  # what the file is, for people
+    command: str  # the command that imports such a file (and has no size limit)
     importer: Importer
 
 
-CORPUS = DataKind("corpus_import", "corpus", "documents", corpus_import)
-QUERIES = DataKind("queries_import", "queries", "queries", queries_import)
+CORPUS = DataKind("corpus_import", "corpus", "documents", "corpus", "import_corpus", corpus_import)
+QUERIES = DataKind(
+    "queries_import", "queries", "queries", "query file", "import_queries", queries_import
+)
 KINDS = {kind.field: kind for kind in (CORPUS, QUERIES)}
 JOB_KINDS = [kind.job_kind for kind in KINDS.values()]
 READ_SHARE = 0.95  # of the bar: reading and storing go together; the rest is the commit
@@ -53,8 +57,8 @@ def data_upload_create(
     """Keep an uploaded corpus or query file until a worker imports it; returns the queued
     job (publish it with `jobs.services.job_enqueue` once this has committed). The job owns
     the file and deletes it when it ends."""
-    name = upload_name(upload, kind.field)
-    target = upload_keep(upload, folder="imports", name=name)
+    name = upload_name(upload.name or kind.field, kind.field)
+    target = upload_keep(upload, "imports")
     try:
         return job_create(
             project=project,

@@ -16,7 +16,7 @@ from annotation.access import Access, project_for_lead
 from annotation.models import Project, Role
 from jobs.errors import QueueUnavailable
 from jobs.services import job_enqueue
-from jobs.uploads import UploadRefused, upload_refusal
+from jobs.uploads import UploadError, too_big
 
 from .services_data import KINDS, DataKind, data_jobs, data_upload_create
 
@@ -47,7 +47,7 @@ def next_steps(project: Project) -> list[Step]:
              reverse("protocol_edit", args=[slug]),
              "a starter draft holds the four grades: add your task, anchors and edge cases"),
         Step("Bring in runs", project.runs.exists(), pool,
-             "each system's top results per query: manage.py import_runs"),
+             "upload your systems' runs on the pool page, or run the built-in baselines"),
         Step("Build a pool", project.pools.exists(), pool,
              "the top k of each run, judged once per pair"),
         Step("Add annotators",
@@ -97,12 +97,12 @@ def data_page(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _upload(request: HttpRequest, access: Access) -> None:
     """Queue the import of the uploaded file; what went wrong becomes a message."""
-    # Checked on the announced length first, and on the file itself for a body sent without.
-    refusal = _too_big(request.META.get("CONTENT_LENGTH"))
     field = next((name for name in KINDS if name in request.FILES), None)
     upload = request.FILES.get(field) if field else None
+    # Checked on the announced length first, and on the file itself for a body sent without.
+    refusal = _too_big(request.META.get("CONTENT_LENGTH"), field)
     if not refusal and upload is not None:
-        refusal = _too_big(upload.size)
+        refusal = _too_big(upload.size, field)
     if refusal:
         messages.error(request, refusal)
         return
@@ -118,16 +118,18 @@ def _upload(request: HttpRequest, access: Access) -> None:
             user=request.user,  # type: ignore[arg-type]
         )
         job_enqueue(job)  # committed by now: views run in autocommit
-    except (UploadRefused, QueueUnavailable) as error:
+    except (UploadError, QueueUnavailable) as error:
         messages.error(request, str(error))
         return
     messages.info(request, f"{job.params['name']}: importing the {kind.noun}.")
 
 
-def _too_big(size: object) -> str:
-    return upload_refusal(
+def _too_big(size: object, field: str | None) -> str:
+    kind = KINDS.get(field or "")
+    return too_big(
         size,
-        limit=settings.IMPORT_UPLOAD_MAX_BYTES,
+        settings.IMPORT_UPLOAD_MAX_BYTES,
         setting="IMPORT_UPLOAD_MAX_BYTES",
-        instead="Import a larger file with manage.py import_corpus or import_queries",
+        command=kind.command if kind else "import_corpus or import_queries",
+        what=kind.what if kind else "file",
     )

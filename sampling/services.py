@@ -25,7 +25,7 @@ from jobs.errors import JobInputError
 from jobs.models import Job
 from jobs.run import job_run_inline
 from jobs.services import job_create
-from jobs.uploads import UploadRefused, upload_keep, upload_name
+from jobs.uploads import UploadError, upload_keep, upload_name
 
 from .core import (
     STRATA,
@@ -122,15 +122,16 @@ def log_create(
     definition asked for; only the project's first log uses it.
     """
     try:
-        name = upload_name(upload, "log")
-    except UploadRefused as error:
+        name = upload_name(upload.name or "log", "log")
+    except UploadError as error:
         raise SamplingError(str(error)) from None
     if columns:
         try:
             ColumnMap.parse(columns)
         except LogError as error:
             raise SamplingError(str(error)) from None
-    target = upload_keep(upload, folder="logs", name=name)
+    # The name as uploaded is shown, never used on disk: only its format suffixes are kept.
+    target = upload_keep(upload, "logs")
     try:
         return log_queue(
             project=project, name=name, path=target, owned=True, columns=columns,

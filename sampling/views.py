@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from annotation.access import Access, project_for_lead
 from jobs.errors import QueueUnavailable
 from jobs.services import job_enqueue
-from jobs.uploads import upload_refusal
+from jobs.uploads import too_big
 
 from .charts import rank_frequency_svg
 from .core import (
@@ -101,12 +101,8 @@ def log_list(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _too_big(size: object) -> str:
     """Why an upload of ``size`` bytes is refused, or "" when it is within the limit."""
-    return upload_refusal(
-        size,
-        limit=settings.LOG_UPLOAD_MAX_BYTES,
-        setting="LOG_UPLOAD_MAX_BYTES",
-        instead="Import a larger log from the command line with manage.py import_log",
-    )
+    limit = settings.LOG_UPLOAD_MAX_BYTES
+    return too_big(size, limit, setting="LOG_UPLOAD_MAX_BYTES", command="import_log", what="log")
 
 
 def _requested_definition(request: HttpRequest) -> StrataDefinition | None:

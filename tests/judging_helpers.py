@@ -13,14 +13,15 @@ from django.test import Client
 from django.urls import reverse
 
 from judging.models import HOLDING, Claim, WorkUnit
-from pooling.models import Pool, PoolItem
+from pooling.models import Pair, Pool
 
 
-def shown_item(html: str) -> PoolItem | None:
+def shown_item(html: str) -> Pair | None:
+    """The pair on screen (an item is a pair: judgments belong to pairs)."""
     match = re.search(r'data-item="(\d+)"', html)
     if match is None:
         return None
-    return PoolItem.objects.select_related("query", "document").get(pk=int(match.group(1)))
+    return Pair.objects.select_related("query", "document").get(pk=int(match.group(1)))
 
 
 def form_key(html: str, form_id: str = "grade-form") -> str:

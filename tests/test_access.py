@@ -105,8 +105,10 @@ def test_it_refuses_a_grade_for_an_item_of_another_project(world: World) -> None
     other = small_project("other")
     foreign_item = other.pools.get().items.first()
     assert foreign_item is not None
+    foreign_pair = foreign_item.pair
+    assert foreign_item is not None
     client = world.client_for(world.alice)
-    url = reverse("judge_submit", args=[world.project.slug, foreign_item.pk])
+    url = reverse("judge_submit", args=[world.project.slug, foreign_pair.pk])
     data = {"grade": "3", "key": "9f1c2b1e-34a7-4d5e-9d54-0e4f7a6f2b11"}
     assert client.post(url, data).status_code == 404
-    assert not foreign_item.judgments.exists()
+    assert not foreign_pair.judgments.exists()

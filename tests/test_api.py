@@ -104,7 +104,7 @@ def test_it_refuses_a_key_already_used_for_another_answer(world: World) -> None:
     assert status == 409  # an undo of the same item is another answer too
     again = submit(client, slug, item=item, grade=3, idempotency_key=key)
     assert again[0] == 200 and again[1]["id"] == first[1]["id"]  # a true repeat
-    assert list(Judgment.objects.values_list("pool_item_id", "kind")) == [(item, "grade")]
+    assert list(Judgment.objects.values_list("pair_id", "kind")) == [(item, "grade")]
 
 
 @pytest.mark.parametrize("seconds", ["nan", "inf", "-Infinity"])

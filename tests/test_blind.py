@@ -110,7 +110,7 @@ def test_it_shows_the_second_judge_the_same_page_whatever_the_first_said(world: 
     after = [normalised(judge_page(bob, slug))]
     after.append(normalised(bob.get(reverse("api_queue", args=[slug])).content.decode()))
     assert after == before
-    latest = Judgment.objects.filter(user=world.alice, pool_item_id=item_id).latest("pk")
+    latest = Judgment.objects.filter(user=world.alice, pair_id=item_id).latest("pk")
     assert (latest.kind, latest.grade) == ("grade", 0)
 
 

@@ -14,14 +14,9 @@ from annotation.services import membership_set
 from formats.trec import RunRow
 from judging import services_claims
 from judging.models import Claim, ClaimState, JudgingPolicy, WorkUnit
-from judging.services import (
-    JudgingError,
-    claim_next,
-    pool_open,
-    work_units_create,
-)
+from judging.services import JudgingError, claim_next, pool_open
 from judging.services_claims import claim_reassign, claim_release, claims_expire
-from pooling.models import Pool, PoolItem
+from pooling.models import Pair, Pool
 from pooling.services import run_create
 from tests.conftest import World, make_user
 from tests.judging_helpers import answer, before_calling, judge_page, places_out_of_step
@@ -60,33 +55,35 @@ def finish(claim: Claim) -> None:
 def test_it_creates_one_unit_per_query_in_the_pool_order(world: World) -> None:
     pool = world.project.pools.get()
     units = list(WorkUnit.objects.filter(pool=pool).order_by("position"))
-    first_items = list(pool.items.order_by("position").values_list("query_id", flat=True))
+    first_items = list(pool.items.order_by("position").values_list("pair__query_id", flat=True))
     assert [u.query_id for u in units] == list(dict.fromkeys(first_items))
-    assert work_units_create(pool=pool) == 0  # idempotent
+
+
+def reopened(project: Project, seed: int = 1) -> Pool:
+    """The project pooled again from scratch: its pools and pairs gone, the same runs."""
+    Pool.objects.filter(project=project).delete()
+    Pair.objects.filter(query__project=project).delete()
+    return pool_open(project=project, runs=list(project.runs.all()), depth=2, seed=seed)
 
 
 def test_it_doubles_a_share_of_each_stratum_with_a_seed() -> None:
-    _, pool = wide_project(queries=30, strata=("head", "tail", "failures"))
+    project, pool = wide_project(queries=30, strata=("head", "tail", "failures"))
     doubles = WorkUnit.objects.filter(pool=pool, judges_needed=2)
     assert {s: doubles.filter(stratum=s).count() for s in ("head", "tail", "failures")} == {
         "head": 2,
         "tail": 2,
         "failures": 2,
     }
-    chosen = set(doubles.values_list("query_id", flat=True))
-    WorkUnit.objects.filter(pool=pool).delete()
-    work_units_create(pool=pool)
-    assert set(doubles.values_list("query_id", flat=True)) == chosen  # same seed, same draw
-    WorkUnit.objects.filter(pool=pool).delete()
-    work_units_create(pool=pool, double_share=0.5)
-    assert WorkUnit.objects.filter(pool=pool, judges_needed=2).count() == 15
+    chosen = set(doubles.values_list("query__qid", flat=True))
+    again = WorkUnit.objects.filter(pool=reopened(project), judges_needed=2)
+    assert set(again.values_list("query__qid", flat=True)) == chosen  # same seed, same draw
+    JudgingPolicy.objects.create(project=project, double_share=0.5)
+    assert WorkUnit.objects.filter(pool=reopened(project), judges_needed=2).count() == 15
 
 
 def test_it_uses_the_projects_double_share(world: World) -> None:
     JudgingPolicy.objects.create(project=world.project, double_share=1.0)
-    pool = world.project.pools.get()
-    WorkUnit.objects.filter(pool=pool).delete()
-    work_units_create(pool=pool)
+    pool = reopened(world.project)
     assert set(WorkUnit.objects.filter(pool=pool).values_list("judges_needed", flat=True)) == {2}
 
 
@@ -298,7 +295,7 @@ def test_it_releases_a_claim_from_the_lead_page(world: World) -> None:
 def test_it_counts_items_per_query_as_the_pool_has_them(world: World) -> None:
     pool = world.project.pools.get()
     sizes = {
-        u.query_id: PoolItem.objects.filter(pool=pool, query=u.query).count()
+        u.query_id: Pair.objects.filter(query=u.query).count()
         for u in WorkUnit.objects.filter(pool=pool)
     }
     assert sum(sizes.values()) == pool.items.count()

@@ -18,7 +18,7 @@ from annotation.services import project_create
 from formats.trec import RunRow
 from judging.models import WorkUnit
 from judging.services import pool_open
-from pooling.models import Pool, Run
+from pooling.models import Pair, Pool, Run
 from pooling.services import run_create
 
 pytestmark = pytest.mark.django_db
@@ -58,6 +58,9 @@ def positions_over_seeds(strata: dict[str, int], seeds: int) -> list[float]:
     project, runs = project_of(strata)
     positions: list[float] = []
     for seed in range(seeds):
+        # Pooled afresh each time: a second pool of the same runs would only add to the first.
+        Pool.objects.filter(project=project).delete()
+        Pair.objects.filter(query__project=project).delete()
         pool = pool_open(project=project, runs=runs, depth=1, seed=seed)
         found, n = double_positions(pool)
         assert len(found) == sum(round(0.2 * size + 0.01) for size in strata.values())
@@ -89,7 +92,7 @@ def test_the_same_seed_builds_the_same_pool_and_the_same_doubles() -> None:
     first = pool_open(project=project, runs=runs, depth=1, seed=11)
     again = pool_open(project=project, runs=runs, depth=1, seed=11)
     order = [
-        list(p.items.order_by("position").values_list("query_id", flat=True))
+        list(p.items.order_by("position").values_list("pair__query_id", flat=True))
         for p in (first, again)
     ]
     doubles = [

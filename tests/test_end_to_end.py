@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from demo.loader import SLUG
 from judging.models import WorkUnit
-from pooling.models import PoolItem
+from pooling.models import Pair
 from tests.judging_helpers import answer, form_key, judge_page, shown_item
 
 pytestmark = pytest.mark.django_db
@@ -84,7 +84,7 @@ def test_it_exports_exactly_the_grades_an_annotator_gave_one_query(demo: None) -
         given[item.document.docid] = grade
         page = answer(annotator, SLUG, page, grade, seconds=3)
         item = shown_item(page)
-    assert len(given) == PoolItem.objects.filter(query=query).count()
+    assert len(given) == Pair.objects.filter(query=query).count()
 
     lead = log_in("lead")
     response = lead.get(reverse("qrels_download", args=[SLUG]))

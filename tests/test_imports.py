@@ -82,8 +82,8 @@ def test_the_database_refuses_a_pool_item_of_a_missing_pool(db: None) -> None:
     item = small_project().pools.get().items.first()
     assert item is not None
     missing = Pool.objects.order_by("-pk").values_list("pk", flat=True)[0] + 1
-    row = (missing, item.query_id, item.document_id, "{}", 1, 0)
-    columns = ["pool_id", "query_id", "document_id", "provenance", "best_rank", "position"]
+    row = (missing, item.pair_id, "{}", 1, 0)
+    columns = ["pool_id", "pair_id", "provenance", "best_rank", "position"]
     before = PoolItem.objects.count()
     with pytest.raises(IntegrityError), transaction.atomic():
         bulk_insert(PoolItem, columns, [row])
@@ -171,7 +171,7 @@ def test_it_refuses_to_pool_documents_missing_from_the_corpus(project, tmp_path:
     assert not Pool.objects.exists()
     call_command("build_pool", "docs", "--depth", "10", "--skip-missing")
     pool = Pool.objects.get()
-    assert list(pool.items.values_list("document__docid", "provenance")) == [("a", {"s": 1})]
+    assert list(pool.items.values_list("pair__document__docid", "provenance")) == [("a", {"s": 1})]
 
 
 def test_deleting_a_project_removes_its_bulk_loaded_rows_and_only_those(db: None) -> None:

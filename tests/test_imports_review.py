@@ -16,9 +16,9 @@ from formats.trec import FormatError, read_run, read_run_table
 from jobs.models import Job, JobState
 from jobs.run import job_run_inline
 from jobs.services import job_retry
-from judging.models import WorkUnit
+from judging.models import WorkItem, WorkUnit
 from judging.services import pool_build_create
-from pooling.models import Pool, PoolItem, Run, RunResult
+from pooling.models import Pair, Pool, PoolItem, Run, RunResult
 from tests.conftest import World
 
 pytestmark = pytest.mark.django_db
@@ -39,7 +39,7 @@ def doc(docid: str, text: str = "some text", **more: str) -> str:
 
 
 def snapshot() -> tuple[int, ...]:
-    models = (Document, Query, Run, RunResult, Pool, PoolItem, WorkUnit)
+    models = (Document, Query, Run, RunResult, Pool, PoolItem, WorkUnit, Pair, WorkItem)
     return tuple(model.objects.count() for model in models)
 
 
@@ -176,7 +176,7 @@ def test_the_pool_task_builds_nothing_when_nothing_is_to_judge(project, tmp_path
 def judge(item: PoolItem, user, kind: str = "grade", grade: int | None = None) -> None:
     from judging.models import Judgment
 
-    Judgment.objects.create(pool_item=item, user=user, kind=kind, grade=grade, seconds_spent=1)
+    Judgment.objects.create(pair=item.pair, user=user, kind=kind, grade=grade, seconds_spent=1)
 
 
 def test_it_refuses_an_unknown_annotator_and_leaves_the_file_alone(
@@ -211,7 +211,8 @@ def test_the_exported_qrels_reimport_and_score_as_the_grades_say(
 
     pool = Pool.objects.get(project=world.project)
     items = {
-        (i.query.qid, i.document.docid): i for i in pool.items.select_related("query", "document")
+        (i.pair.query.qid, i.pair.document.docid): i
+        for i in pool.items.select_related("pair__query", "pair__document")
     }
     alice, bob = world.alice, world.bob
     judge(items["q1", "d1"], alice, grade=3)
@@ -250,15 +251,15 @@ def test_the_exported_qrels_reimport_and_score_as_the_grades_say(
 def test_a_pool_task_failing_midway_keeps_nothing_and_its_retry_builds_one_pool(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import judging.services
+    import judging.pools
 
     runs = [run.pk for run in world.project.runs.all()]
     before = snapshot()
 
-    def crash(**kwargs: object) -> int:
+    def crash(*args: object) -> int:
         raise ConnectionError("the database went away after the pool items")
 
-    monkeypatch.setattr(judging.services, "work_units_create", crash)
+    monkeypatch.setattr(judging.pools, "_units_write", crash)
     job = build_pool(world.project.pk, runs, 2, 11)  # transient: retried, then failed
     assert (job.state, job.retryable, job.attempts) == (JobState.FAILED, True, job.max_attempts)
     assert snapshot() == before
@@ -267,10 +268,8 @@ def test_a_pool_task_failing_midway_keeps_nothing_and_its_retry_builds_one_pool(
     job.refresh_from_db()
     assert job.result is not None
     first = job.result["pool_id"]
-    assert build_pool(world.project.pk, runs[::-1], 2, 11).result == {
-        "pool_id": first,
-        "summary": "pool of depth 2 built",
-    }
+    again = build_pool(world.project.pk, runs[::-1], 2, 11).result
+    assert again == job.result and again["pool_id"] == first
     after = snapshot()
     assert after[4] == before[4] + 1  # one pool more, with its items and work units once
     assert after[5] - before[5] == PoolItem.objects.filter(pool_id=first).count()

@@ -18,10 +18,12 @@ from django.utils import timezone
 from annotation.models import Role
 from annotation.services import membership_set, project_create
 from assay.celery import app
+from formats.trec import RunRow
 from jobs.models import Job, JobState
 from jobs.run import job_execute
 from jobs.services import job_create, reap
 from pooling.models import Pool
+from pooling.services import run_create
 from sampling.models import QueryLog
 from tests.conftest import World
 from tests.test_sampling_web import make_log
@@ -115,14 +117,14 @@ def test_it_ingests_a_log_whose_file_name_is_longer_than_the_file_system_takes(
 def test_a_failed_pool_build_shows_its_reason_on_the_pool_page(world: World) -> None:
     empty = project_create(slug="empty", name="Empty")
     membership_set(project=empty, user=world.lead, role=Role.LEAD)
-    foreign = list(world.project.runs.values_list("pk", flat=True))
+    run = run_create(project=empty, name="r", ranked={"q1": [RunRow("q1", "d1", 1, 1.0, "r")]})
     client = world.client_for(world.lead)
-    response = client.post(reverse("pool_create", args=["empty"]), {"runs": foreign, "depth": 2})
+    response = client.post(reverse("pool_create", args=["empty"]), {"runs": [run.pk], "depth": 2})
     assert response.status_code == 302
     job = Job.objects.get(project=empty)
     assert (job.state, job.retryable) == (JobState.FAILED, False)
     page = client.get(reverse("pool_detail", args=["empty"])).content.decode()
-    assert "could not be built" in page and "not this project&#x27;s" in page
+    assert "could not be built" in page and "has no queries to pool" in page
     assert "hx-trigger" not in page  # nothing polls a job that has ended
     assert ">Discard<" in page and ">Retry<" not in page  # retrying cannot cure bad input
     assert 'data-confirm="Discard this pool build?' in page  # asks before deleting anything

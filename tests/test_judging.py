@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from formats.trec import RunRow
 from judging.highlight import MAX_TERMS
-from judging.models import Claim, ClaimState, Judgment, Kind, WorkUnit
+from judging.models import Claim, ClaimState, Judgment, Kind, WorkItem, WorkUnit
 from judging.services import pool_open
-from pooling.models import Pool, PoolItem
+from pooling.models import Pair, Pool
 from pooling.services import run_create
 from tests.conftest import World
 from tests.judging_helpers import (
@@ -30,8 +30,8 @@ from tests.judging_helpers import (
 pytestmark = pytest.mark.django_db
 
 
-def query_size(item: PoolItem) -> int:
-    return PoolItem.objects.filter(pool=item.pool, query=item.query).count()
+def query_size(item: Pair) -> int:
+    return Pair.objects.filter(query=item.query).count()
 
 
 def test_it_shows_one_item_then_the_next_after_a_grade(world: World) -> None:
@@ -49,7 +49,7 @@ def test_it_shows_one_item_then_the_next_after_a_grade(world: World) -> None:
     second = shown_item(partial)
     assert second is not None and second != first and second.query == first.query
     judgment = Judgment.objects.get(user=world.alice)
-    assert (judgment.pool_item, judgment.grade, judgment.seconds_spent) == (first, 2, 4.5)
+    assert (judgment.pair, judgment.grade, judgment.seconds_spent) == (first, 2, 4.5)
     assert judgment.kind == Kind.GRADE
     assert judgment.protocol == world.project.current_protocol()
 
@@ -60,9 +60,9 @@ def test_it_shows_the_items_of_one_query_in_the_pool_order(world: World) -> None
     page = judge_page(client, slug)
     first = shown_item(page)
     assert first is not None
-    expected = list(
-        PoolItem.objects.filter(pool=first.pool, query=first.query).order_by("position")
-    )
+    expected = [
+        w.pair for w in WorkItem.objects.filter(unit__query=first.query).order_by("position")
+    ]
     shown = []
     while (item := shown_item(page)) is not None and item.query == first.query:
         shown.append(item)
@@ -126,8 +126,8 @@ def test_it_refuses_a_key_already_used_for_another_item(world: World) -> None:
     assert "already used for another answer" in refused
     assert shown_item(refused) == second  # still to be judged, with a fresh key
     assert form_key(refused) != key
-    assert not Judgment.objects.filter(pool_item=second).exists()
-    assert answer(client, slug, refused, 1) and Judgment.objects.filter(pool_item=second).exists()
+    assert not Judgment.objects.filter(pair=second).exists()
+    assert answer(client, slug, refused, 1) and Judgment.objects.filter(pair=second).exists()
 
 
 def test_it_keeps_the_keys_of_answers_and_of_undos_apart(world: World) -> None:
@@ -369,7 +369,7 @@ def test_it_refuses_an_item_outside_the_active_claim(world: World) -> None:
     page = judge_page(alice, slug)
     judge_page(bob, slug)  # bob holds the other query
     bobs = Claim.objects.get(user=world.bob).unit
-    foreign = PoolItem.objects.filter(query=bobs.query).first()
+    foreign = Pair.objects.filter(query=bobs.query).first()
     assert foreign is not None
     url = reverse("judge_submit", args=[slug, foreign.pk])
     data = {"grade": "2", "key": form_key(page)}

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from judging.models import Claim, ClaimState, Judgment, WorkUnit
 from judging.services_claims import claim_release, place_free
-from pooling.models import PoolItem
+from pooling.models import Pair
 from tests.conftest import World
 from tests.judging_helpers import answer, form_key, judge_page, places_out_of_step, shown_item
 from tests.test_protocol import publish_v2
@@ -48,7 +48,7 @@ def test_it_stores_an_ordinary_grade_and_shows_the_next_item(world: World) -> No
     first = shown_item(page)
     partial = answer(client, slug, page, 2, seconds=3.25)
     judgment = Judgment.objects.get(user=world.alice)
-    assert (judgment.pool_item, judgment.kind, judgment.grade) == (first, "grade", 2)
+    assert (judgment.pair, judgment.kind, judgment.grade) == (first, "grade", 2)
     assert judgment.seconds_spent == 3.25
     assert judgment.protocol == world.project.current_protocol()
     # the same panel as the full page renders for the same state
@@ -116,7 +116,7 @@ def test_it_refuses_a_key_used_for_another_item(world: World) -> None:
     assert second is not None
     refused = answer(client, slug, page, 1, key=key, status=409)
     assert "already used for another answer" in refused
-    assert not Judgment.objects.filter(pool_item=second).exists()
+    assert not Judgment.objects.filter(pair=second).exists()
 
 
 def test_it_refuses_a_key_used_by_another_judge(world: World) -> None:
@@ -193,7 +193,7 @@ def test_it_refuses_an_item_of_another_judges_query(world: World) -> None:
     slug = world.project.slug
     page = judge_page(alice, slug)
     judge_page(bob, slug)
-    foreign = PoolItem.objects.filter(query=Claim.objects.get(user=world.bob).unit.query).first()
+    foreign = Pair.objects.filter(query=Claim.objects.get(user=world.bob).unit.query).first()
     assert foreign is not None
     response = alice.post(
         reverse("judge_submit", args=[slug, foreign.pk]),
@@ -349,7 +349,7 @@ def test_it_never_closes_a_query_released_while_its_last_answer_waits(
     page = judge_page(client, slug)
     first = shown_item(page)
     assert first is not None
-    size = PoolItem.objects.filter(pool=first.pool, query=first.query).count()
+    size = Pair.objects.filter(query=first.query).count()
     for _ in range(size - 1):
         page = answer(client, slug, page, 1)
     last = shown_item(page)
@@ -360,10 +360,10 @@ def test_it_never_closes_a_query_released_while_its_last_answer_waits(
     status = send_answer(client, slug, page, via, grade=2)
     lead.join(10)
     assert errors == [] and status == (200 if via == "page" else 201)
-    assert Judgment.objects.filter(pool_item=last, user=world.alice, grade=2).exists()
+    assert Judgment.objects.filter(pair=last, user=world.alice, grade=2).exists()
     claim.refresh_from_db()
     assert (claim.state, claim.finished_at) == (ClaimState.RELEASED, None)
-    assert places_out_of_step(first.pool) == {}
+    assert places_out_of_step(claim.pool) == {}
 
 
 def send_answer(client: Client, slug: str, page: str, via: str, grade: int) -> int:

@@ -8,7 +8,8 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from judging.models import Claim, ClaimState, Judgment
-from judging.services import MAX_NOTE, claim_next, policy_of
+from judging.services import MAX_NOTE, claim_next
+from judging.services_claims import policy_of
 from tests.conftest import World
 from tests.judging_helpers import answer, form_key, judge_page, shown_item
 

@@ -172,10 +172,13 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
 
-# Uploaded logs wait here until a worker has ingested them (then they are deleted): web and
+# Uploaded logs and runs wait here until a worker has read them (then they are deleted): web and
 # workers must share this directory (a volume in docker/compose.yaml).
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(BASE_DIR / "media")))
 LOG_UPLOAD_MAX_BYTES = env_int("LOG_UPLOAD_MAX_BYTES", 20 * 1024**3, minimum=1)
+# Run files uploaded on the pool page, all files of one upload together: a worker holds one
+# file's rows in memory at a time (about 6 bytes per byte of uncompressed run file).
+RUN_UPLOAD_MAX_BYTES = env_int("RUN_UPLOAD_MAX_BYTES", 512 * 1024**2, minimum=1)
 # A corpus or query file uploaded on a project's Data page (the commands have no limit).
 IMPORT_UPLOAD_MAX_BYTES = env_int("IMPORT_UPLOAD_MAX_BYTES", 10 * 1024**3, minimum=1)
 

@@ -168,9 +168,7 @@ def test_eight_annotators_lose_nothing_while_connections_are_terminated(
     )
     pressed = {(a.name, item): grade for a in annotators for item, grade in a.graded}
     rows = list(
-        Judgment.objects.filter(kind=Kind.GRADE).values_list(
-            "user__username", "pool_item_id", "grade"
-        )
+        Judgment.objects.filter(kind=Kind.GRADE).values_list("user__username", "pair_id", "grade")
     )
     stored = {(user, item): grade for user, item, grade in rows}
     lost = set(pressed) - set(stored)

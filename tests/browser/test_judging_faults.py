@@ -62,7 +62,7 @@ def test_an_answer_stored_but_answered_503_is_retried_with_its_key_and_stored_on
     wait_for_next_item(page, item)  # sent again by itself a second later
     assert len(sent) == 2
     assert sent[0]["key"] == sent[1]["key"] and sent[0]["grade"] == sent[1]["grade"] == ["2"]
-    assert list(Judgment.objects.values_list("pool_item_id", "grade")) == [(int(item), 2)]
+    assert list(Judgment.objects.values_list("pair_id", "grade")) == [(int(item), 2)]
     assert status.is_hidden()
 
 
@@ -100,7 +100,7 @@ def test_a_lost_connection_shows_a_message_and_retry_sends_the_same_answer(
     wait_for_next_item(page, item)
     keys = {tuple(body["key"]) for body in sent}
     assert len(sent) >= 3 and len(keys) == 1  # every attempt with the same key
-    rows = list(Judgment.objects.values_list("pool_item_id", "kind", "note"))
+    rows = list(Judgment.objects.values_list("pair_id", "kind", "note"))
     assert rows == [(int(item), "unsure", "two readings")]
     assert status.is_hidden()
     assert page.evaluate("document.activeElement.id") == "doc-text"  # back to judging

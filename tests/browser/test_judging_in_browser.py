@@ -6,8 +6,8 @@ import pytest
 
 from annotation.models import Role
 from annotation.services import membership_set
-from judging.models import Judgment
-from pooling.models import PoolItem
+from judging.models import Judgment, WorkItem
+from pooling.models import Pair
 from tests.browser.panel import press_and_wait, shown
 from tests.conftest import PASSWORD, make_user, small_project
 
@@ -33,12 +33,12 @@ def test_it_judges_a_whole_query_with_the_keyboard_only(live_server, page) -> No
     page.keyboard.type(PASSWORD)
     page.keyboard.press("Enter")
     page.wait_for_url(f"{live_server.url}/p/{project.slug}/judge/")
-    first = PoolItem.objects.get(pk=int(shown(page)))
+    first = Pair.objects.get(pk=int(shown(page)))
     items = [
         str(pk)
-        for pk in PoolItem.objects.filter(query=first.query)
+        for pk in WorkItem.objects.filter(unit__query=first.query)
         .order_by("position")
-        .values_list("pk", flat=True)
+        .values_list("pair_id", flat=True)
     ]
     total = len(items)
     assert total >= 4
@@ -75,7 +75,7 @@ def test_it_judges_a_whole_query_with_the_keyboard_only(live_server, page) -> No
         assert shown(page) == items[done]
         press_and_wait(page, "1")
     assert shown(page) not in items  # the next query has been claimed and shown
-    expect_progress(page, 0, PoolItem.objects.get(pk=int(shown(page))).query.pool_items.count())
+    expect_progress(page, 0, Pair.objects.get(pk=int(shown(page))).query.pairs.count())
 
     rows = list(Judgment.objects.filter(user=annotator).order_by("pk"))
     assert [(r.kind, r.grade) for r in rows] == [
@@ -84,7 +84,7 @@ def test_it_judges_a_whole_query_with_the_keyboard_only(live_server, page) -> No
         ("grade", 3),
         ("unsure", None),
     ] + [("grade", 1)] * (total - 2)
-    assert [str(r.pool_item_id) for r in rows[2:]] == items
+    assert [str(r.pair_id) for r in rows[2:]] == items
     assert rows[3].note == "is a changelog an answer? 2 or 3"
     assert all(r.seconds_spent > 0 for r in rows if r.kind != "undo")
 
@@ -102,11 +102,11 @@ def test_it_says_so_when_the_query_was_taken_away_meanwhile(live_server, page) -
     page.fill("input[name=password]", PASSWORD)
     page.keyboard.press("Enter")
     page.wait_for_url(f"{live_server.url}/p/{project.slug}/judge/")
-    first = PoolItem.objects.get(pk=int(shown(page)))
+    first = Pair.objects.get(pk=int(shown(page)))
     claim_reassign(claim=Claim.objects.get(user=alice), to=bob)  # a lead moves the query
 
     page.keyboard.press("2")  # answered on a stale page: refused (409), and the panel says why
     page.locator(".flash").wait_for()
     assert "not in the query you are working on" in page.locator(".flash").inner_text()
-    assert PoolItem.objects.get(pk=int(shown(page))).query != first.query  # the next query
+    assert Pair.objects.get(pk=int(shown(page))).query != first.query  # the next query
     assert not Judgment.objects.exists()

@@ -38,8 +38,10 @@ def test_it_ingests_an_uploaded_log_on_a_real_worker(world: World, worker: None)
     query_log = QueryLog.objects.get(project=world.project)
 
     def done() -> bool:
+        # The job is marked done before its file is deleted: wait for both.
         query_log.job.refresh_from_db()
-        return query_log.status in (LogStatus.DONE, LogStatus.FAILED)
+        finished = query_log.status == LogStatus.DONE and not query_log.job.files
+        return finished or query_log.status == LogStatus.FAILED
 
     wait_for(done)
     assert query_log.status == LogStatus.DONE, query_log.error

@@ -61,7 +61,7 @@ def answer(pool: Pool, user: User, times: int) -> list[int]:
             answer=Answer("grade", 2),
             key=uuid.uuid4(),
         )
-        ids.append(done.judgment.pool_item_id)
+        ids.append(done.judgment.pair_id)
     return ids
 
 
@@ -93,7 +93,7 @@ def undo_at_once(pool: Pool, user: User) -> list[str]:
 
 def undone_items(user: User) -> Counter[int]:
     rows = Judgment.objects.filter(user=user, kind=Kind.UNDO)
-    return Counter(rows.values_list("pool_item_id", flat=True))
+    return Counter(rows.values_list("pair_id", flat=True))
 
 
 def test_parallel_undos_undo_distinct_answers_newest_first() -> None:

@@ -10,7 +10,8 @@ from annotation.services import queries_import
 
 class Command(BaseCommand):
     help = (
-        "Import queries into a project: queries.jsonl ({_id, text}) or TSV (qid<TAB>text), "
+        "Import queries into a project: queries.jsonl ({_id or qid, text, description?, "
+        "stratum?}), TSV (qid<TAB>text) or TREC topics XML (<topics><topic number=...><query>), "
         "gzip accepted. All or nothing."
     )
 
