@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from annotation.models import Project
 from demo.loader import SLUG, demo_load
 from judging.models import Claim, ClaimState, Judgment, WorkItem, WorkUnit
 from pooling.models import Pair, Pool
@@ -70,9 +71,7 @@ def judged_earlier() -> int:
     return len(items)
 
 
-def demo_project():  # type: ignore[no-untyped-def]
-    from annotation.models import Project
-
+def demo_project() -> Project:
     return Project.objects.get(slug=SLUG)
 
 
