@@ -44,3 +44,22 @@ def page(browser):
     page.set_default_timeout(10_000)
     yield page
     context.close()
+
+
+@pytest.fixture
+def new_page(browser):
+    """Pages of their own browser contexts (one person each), all closed when the test ends:
+    a page left open would go on polling the live server while the next test's database is
+    being flushed (the flush then deadlocks with its requests)."""
+    contexts = []
+
+    def make():
+        context = browser.new_context()
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()

@@ -105,7 +105,7 @@ def terminate_bursts(
 
 
 def test_eight_annotators_lose_nothing_while_connections_are_terminated(
-    live_server, browser
+    live_server, new_page
 ) -> None:
     if connection.vendor != "postgresql":
         pytest.skip("terminating server connections is a PostgreSQL drill")
@@ -117,8 +117,7 @@ def test_eight_annotators_lose_nothing_while_connections_are_terminated(
     for i in range(ANNOTATORS):
         user = make_user(f"judge{i}")
         membership_set(project=project, user=user, role=Role.ANNOTATOR)
-        context = browser.new_context()
-        page = context.new_page()
+        page = new_page()
         page.set_default_timeout(20_000)
         page.on(
             "response",

@@ -84,12 +84,12 @@ def log_in(page, live_server, username: str, then: str) -> None:
 
 
 def test_a_newcomer_grows_the_demo_set_in_the_browser(
-    live_server, browser, tmp_path: Path, settings
+    live_server, new_page, tmp_path: Path, settings
 ) -> None:
     settings.MEDIA_ROOT = tmp_path / "media"
     demo_load(password=PASSWORD)
     earlier = judged_earlier()
-    lead = browser.new_context().new_page()
+    lead = new_page()
     lead.set_default_timeout(30_000)
     lead.on("dialog", lambda dialog: dialog.accept())  # every confirmation: yes
 
@@ -135,7 +135,7 @@ def test_a_newcomer_grows_the_demo_set_in_the_browser(
     assert len(new_pairs) == added  # nothing graded before: every new pair is work
 
     # 4. an annotator judges the new queries with the keyboard
-    annotator = browser.new_context().new_page()
+    annotator = new_page()
     log_in(annotator, live_server, "annotator2", f"/p/{SLUG}/judge/")
     judged = set()
     while (item := shown(annotator)) != "":
