@@ -246,28 +246,6 @@ def existing_pairs(query_ids: Iterable[int]) -> dict[tuple[int, int], int]:
     return found
 
 
-@transaction.atomic
-def pool_build(
-    *,
-    project: Project,
-    runs: Sequence[Run],
-    depth: int,
-    seed: int | None = None,
-    skip_missing: bool = False,
-    scope: str = PoolScope.ALL,
-) -> Pool:
-    """`pool_select` then `pool_create`, with a random seed unless one is given. Makes no work:
-    opening a pool for judging is `judging.pools.pool_open`'s."""
-    selection = pool_select(
-        project=project, runs=runs, depth=depth, scope=scope, skip_missing=skip_missing
-    )
-    seed = seed if seed is not None else new_seed()
-    pool, _ = pool_create(
-        project=project, runs=runs, selection=selection, depth=depth, seed=seed, scope=scope
-    )
-    return pool
-
-
 def new_seed() -> int:
     return random.SystemRandom().randrange(2**31)
 
