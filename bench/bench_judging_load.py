@@ -523,8 +523,8 @@ def checks(args: argparse.Namespace, acknowledged: int) -> dict[str, int]:
         args,
         """SELECT count(*) FROM (
                SELECT j.pair_id FROM judging_judgment j
-               JOIN pooling_poolitem i ON i.id = j.pair_id
-               JOIN judging_workunit u ON u.pool_id = i.pool_id AND u.query_id = i.query_id
+               JOIN judging_workitem w ON w.pair_id = j.pair_id
+               JOIN judging_workunit u ON u.id = w.unit_id
                WHERE u.judges_needed = 1
                GROUP BY j.pair_id HAVING count(DISTINCT j.user_id) > 1) AS t""",
     )[0][0]
