@@ -26,7 +26,9 @@ def lead_urls(world: World) -> list[tuple[str, str]]:
         ("get", reverse("qrels_download", args=[slug])),
         ("get", reverse("judging_overview", args=[slug])),
         ("get", reverse("judging_unit", args=[slug, unit.pk])),
-        ("get", reverse("judging_item", args=[slug, item.pk])),
+        ("get", reverse("judging_item", args=[slug, item.pair_id])),
+        ("post", reverse("pool_preview", args=[slug])),
+        ("get", reverse("pool_view", args=[slug, pool.pk])),
         ("post", reverse("judging_claim_release", args=[slug, claim.pk])),
         ("post", reverse("judging_claim_reassign", args=[slug, claim.pk])),
         ("post", reverse("judging_member_add", args=[slug])),
@@ -43,7 +45,7 @@ def member_urls(world: World) -> list[tuple[str, str]]:
     return [
         ("get", reverse("project_detail", args=[slug])),
         ("get", reverse("judge", args=[slug])),
-        ("post", reverse("judge_submit", args=[slug, item.pk])),
+        ("post", reverse("judge_submit", args=[slug, item.pair_id])),
         ("post", reverse("judge_undo", args=[slug])),
         ("post", reverse("judge_release", args=[slug])),
         ("post", reverse("judge_acknowledge", args=[slug, 1])),
@@ -112,3 +114,18 @@ def test_it_refuses_a_grade_for_an_item_of_another_project(world: World) -> None
     data = {"grade": "3", "key": "9f1c2b1e-34a7-4d5e-9d54-0e4f7a6f2b11"}
     assert client.post(url, data).status_code == 404
     assert not foreign_pair.judgments.exists()
+
+
+def test_a_lead_cannot_read_another_projects_pair_or_pool_through_their_own(
+    world: World,
+) -> None:
+    from tests.conftest import small_project
+
+    other = small_project("other")
+    pool = other.pools.get()
+    item = pool.items.first()
+    assert item is not None
+    lead = world.client_for(world.lead)
+    slug = world.project.slug
+    assert lead.get(reverse("judging_item", args=[slug, item.pair_id])).status_code == 404
+    assert lead.get(reverse("pool_view", args=[slug, pool.pk])).status_code == 404
