@@ -386,12 +386,15 @@ def _claims_carry(pool: Pool, previous: Pool | None, units: dict[int, WorkUnit])
     holder already has one there). A query with no work left lets its claim go as well."""
     if previous is None:
         return 0
-    held = (
-        Claim.objects.select_for_update()
-        .select_related("unit")
+    # Locked in the order of their ids, as an undo locks a person's claims, so that the two
+    # cannot deadlock; then taken active first (it stays active), oldest first.
+    locked = list(
+        Claim.objects.select_for_update(of=("self",))  # the claims only, not their units
+        .select_related("unit", "user")
         .filter(pool=previous, state__in=(ClaimState.ACTIVE, ClaimState.ASSIGNED))
-        .order_by("state", "claimed_at", "pk")  # "active" sorts first: it keeps being active
+        .order_by("pk")
     )
+    held = sorted(locked, key=lambda c: (c.state != ClaimState.ACTIVE, c.claimed_at, c.pk))
     now = timezone.now()
     moved = 0
     active: set[int] = set()
