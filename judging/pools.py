@@ -64,7 +64,7 @@ class PlannedUnit:
     stratum: str
     judges_needed: int
     keys: list[Key]  # in display order
-    carried: int  # how many of them were work of the previous pool
+    carried: int  # how many of them were still work in the previous pool
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ class PoolPlan:
     selection: Selection
     seed: int
     existing: dict[Key, int]  # pairs already held by some pool -> pair pk
+    carried: dict[Key, int]  # the previous pool's unfinished work -> pair pk
     graders: dict[Key, int]  # people whose current answer is a grade, per graded pair
     units: list[PlannedUnit]
     previous: Pool | None
@@ -98,7 +99,7 @@ class PoolPlan:
         return sum(len(unit.keys) for unit in self.units)
 
     @property
-    def carried(self) -> int:
+    def carried_count(self) -> int:
         return sum(unit.carried for unit in self.units)
 
     @property
@@ -140,24 +141,23 @@ def pool_plan(
     graders = graders_of(queries)
     strata = dict(project.queries.values_list("pk", "stratum"))
     double_before = _double_queries(project)
-    work = _work(selection, seed, carried, started, graders)
+    work = _work(selection, seed, carried, started)
     drawn = _draw(project, selection, work, graders, double_before, strata, seed)
     double = double_before | drawn
-    units = [
-        PlannedUnit(query, strata.get(query) or "", 2 if query in double else 1, keys, n)
-        for query, keys, n in work
-    ]
-    # A pair still needs work only while it has fewer graders than its query needs: with the
-    # double draw known, single queries drop the pairs someone has graded.
-    units = [
-        PlannedUnit(u.query_id, u.stratum, u.judges_needed, kept, u.carried)
-        for u in units
-        if (kept := [k for k in u.keys if graders.get(k, 0) < u.judges_needed])
-    ]
+    units = []
+    for query, keys in work:
+        # A pair is work while it has fewer graders than its query needs (known only now
+        # that the doubles are drawn); a query left with no such pair gets no unit.
+        needed = 2 if query in double else 1
+        kept = [key for key in keys if graders.get(key, 0) < needed]
+        if kept:
+            from_before = sum(1 for key in kept if key in carried)
+            units.append(PlannedUnit(query, strata.get(query) or "", needed, kept, from_before))
     return PoolPlan(
         selection=selection,
         seed=seed,
         existing=existing,
+        carried=carried,
         graders=graders,
         units=units,
         previous=previous,
@@ -220,15 +220,14 @@ def _work(
     seed: int,
     carried: dict[Key, int],
     started: set[int],
-    graders: dict[Key, int],
-) -> list[tuple[int, list[Key], int]]:
-    """Per query with work: (query, its candidate pairs in display order, how many carried).
+) -> list[tuple[int, list[Key]]]:
+    """Per query the pool could make work of: (query, its pairs in display order), the
+    previous pool's unfinished work and this pool's selection together.
 
     Queries someone started in the previous pool come first, in its order (started work is
     finished first); then the others, new and carried alike, in this pool's seeded order (the
-    carried ones shuffled in among the new, so that neither kind waits behind the other). A
-    pair graded by as many people as could ever be needed (two) is never work; the rest are
-    decided once the doubles are known.
+    carried ones shuffled in among the new, so that neither kind waits behind the other).
+    Which of the pairs are work is decided once the doubles are known (`pool_plan`).
     """
     q, d = selection.query_ids, selection.document_ids
     fresh: dict[int, list[Key]] = defaultdict(list)
@@ -250,16 +249,14 @@ def _work(
             # Mixed, the order would tell the new (deeper) documents apart: shuffle them.
             keys.sort()
             random.Random(derived_seed(seed, f"items/{query}")).shuffle(keys)
-        keys = [key for key in keys if graders.get(key, 0) < 2]
-        if keys:
-            work.append((query, keys, len(old.get(query, []))))
+        work.append((query, keys))
     return work
 
 
 def _draw(
     project: Project,
     selection: Selection,
-    work: list[tuple[int, list[Key], int]],
+    work: list[tuple[int, list[Key]]],
     graders: dict[Key, int],
     double_before: set[int],
     strata: dict[int, str],
@@ -279,7 +276,7 @@ def _draw(
         size[strata.get(query) or ""] += 1
         have[strata.get(query) or ""] += query in double_before
     candidates: dict[str, list[int]] = defaultdict(list)
-    for query, _keys, _carried in work:
+    for query, _keys in work:
         if query not in double_before and query not in graded_queries:
             candidates[strata.get(query) or ""].append(query)
     wanted = {s: max(0, double_count(size[s], share) - have[s]) for s in candidates}
@@ -349,17 +346,11 @@ def pool_write(
         user=user,
         known=plan.existing,
     )
-    if plan.previous is not None:
-        pairs = _open_work(plan.previous) | pairs
-    units = _units_write(pool, plan, pairs)
+    units = _units_write(pool, plan, plan.carried | pairs)
     _claims_carry(pool, plan.previous, units)
-    Pool.objects.filter(pk=pool.pk).update(
-        selected=plan.selected,
-        added=plan.added,
-        judged_before=plan.judged_before,
-        to_judge=plan.to_judge,
-    )
-    pool.refresh_from_db()
+    pool.selected, pool.added = plan.selected, plan.added
+    pool.judged_before, pool.to_judge = plan.judged_before, plan.to_judge
+    pool.save(update_fields=["selected", "added", "judged_before", "to_judge"])
     return pool
 
 

@@ -80,7 +80,7 @@ def _summary(plan: PoolPlan, runs: int, depth: int) -> str:
         f"depth {depth}, {runs} runs: {plan.selected} pairs selected, {plan.added} new, "
         f"{plan.judged_before} already judged (they keep their judgments)",
         f"to judge: {plan.to_judge} pairs in {plan.queries} queries "
-        f"({plan.carried} carried from the previous pool); "
+        f"({plan.carried_count} carried from the previous pool); "
         f"{plan.double_drawn} new queries judged twice, {plan.double_before} from earlier pools",
         f"judgments needed: {plan.judgments_needed} "
         f"(at {plan.seconds_per_judgment:.0f} s each: {plan.hours:.1f} person-hours)",
