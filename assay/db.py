@@ -88,3 +88,19 @@ def max_length(model: type[models.Model], name: str) -> int:
 def placeholders(count: int) -> str:
     """``%s, %s, ...``: one parameter mark per value of an IN list or a row."""
     return ", ".join(["%s"] * count)
+
+
+IN_CHUNK = 500  # ids per IN list: far below every backend's limit on parameters
+
+
+def rows_for_ids(sql: str, ids: Iterable[int], params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """The rows of `sql`, whose ``{ids}`` is an IN list, for every id: run once per chunk of
+    IN_CHUNK sorted ids, each chunk's ids the first parameters, `params` after them."""
+    ordered = sorted(ids)
+    rows: list[tuple[Any, ...]] = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(ordered), IN_CHUNK):
+            chunk = ordered[start : start + IN_CHUNK]
+            cursor.execute(sql.format(ids=placeholders(len(chunk))), [*chunk, *params])
+            rows.extend(cursor.fetchall())
+    return rows

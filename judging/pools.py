@@ -29,12 +29,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import Project
-from assay.db import bulk_insert, placeholders
+from assay.db import bulk_insert, rows_for_ids
 from jobs.models import Job
 from jobs.services import job_create
 from pooling.models import Pair, Pool, PoolScope, Run
 from pooling.services import (
-    IN_CHUNK,
     POOL_BUILD,
     PoolingError,
     Selection,
@@ -194,14 +193,8 @@ _GRADERS = (
 
 def graders_of(query_ids: Iterable[int]) -> dict[Key, int]:
     """For every pair of the queries that someone's current answer grades: how many people."""
-    ids = sorted(query_ids)
-    found: dict[Key, int] = {}
-    with connection.cursor() as cursor:
-        for start in range(0, len(ids), IN_CHUNK):
-            chunk = ids[start : start + IN_CHUNK]
-            cursor.execute(_GRADERS.format(ids=placeholders(len(chunk))), [*chunk, Kind.GRADE])
-            found.update(((q, d), int(n)) for q, d, n in cursor.fetchall())
-    return found
+    rows = rows_for_ids(_GRADERS, query_ids, [Kind.GRADE.value])
+    return {(q, d): int(n) for q, d, n in rows}
 
 
 def _double_queries(project: Project) -> set[int]:

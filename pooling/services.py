@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 
 from annotation.models import Document, Project
-from assay.db import bulk_insert, max_length, placeholders
+from assay.db import bulk_insert, max_length, placeholders, rows_for_ids
 from formats.trec import FormatError, RunRow, read_run
 
 from .models import Pair, Pool, PoolItem, PoolScope, Run, RunResult
@@ -227,23 +227,10 @@ def pairs_for(
     return pairs
 
 
-IN_CHUNK = 500  # ids per IN list: far below every backend's limit on parameters
-
-
 def existing_pairs(query_ids: Iterable[int]) -> dict[tuple[int, int], int]:
     """(query pk, document pk) -> pair pk of every pair of the given queries."""
-    ids = sorted(query_ids)
-    found: dict[tuple[int, int], int] = {}
-    with connection.cursor() as cursor:
-        for start in range(0, len(ids), IN_CHUNK):
-            chunk = ids[start : start + IN_CHUNK]
-            cursor.execute(
-                "SELECT query_id, document_id, id FROM pooling_pair"
-                f" WHERE query_id IN ({placeholders(len(chunk))})",
-                chunk,
-            )
-            found.update(((q, d), pk) for q, d, pk in cursor.fetchall())
-    return found
+    sql = "SELECT query_id, document_id, id FROM pooling_pair WHERE query_id IN ({ids})"
+    return {(q, d): pk for q, d, pk in rows_for_ids(sql, query_ids)}
 
 
 def new_seed() -> int:
