@@ -31,6 +31,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.database import fresh_database
 from bench.synthetic import write_project_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,14 +85,6 @@ def child(folder: Path) -> None:
 DEPTH = 20
 
 
-def psql(command: str) -> None:
-    import psycopg
-
-    with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres") as conn:
-        conn.autocommit = True
-        conn.execute(command)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--queries", type=int, default=5000)
@@ -107,18 +100,7 @@ def main() -> None:
         return
     folder = Path(tempfile.mkdtemp())
     write_project_files(folder, args.queries, args.docs_per_query, words_per_doc=90)
-    psql(f'DROP DATABASE IF EXISTS "{args.database}"')
-    psql(f'CREATE DATABASE "{args.database}"')
-    env = dict(
-        os.environ,
-        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{args.database}",
-        SECRET_KEY="bench",
-        DEBUG="0",
-        DJANGO_SETTINGS_MODULE="assay.settings.base",
-        LOG_LEVEL="WARNING",
-    )
-    manage = [sys.executable, "manage.py", "migrate", "-v0"]
-    subprocess.run(manage, cwd=REPO, env=env, check=True)
+    env = fresh_database(args.database)
     command = [sys.executable, __file__, "--child", str(folder)]
     command += ["--docs-per-query", str(args.docs_per_query)]
     start = time.perf_counter()

@@ -35,6 +35,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.database import fresh_database, psql
 from bench.machine import describe
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,6 +54,7 @@ def setup(old: int, new: int) -> None:
     django.setup()
     from django.contrib.auth.models import User
     from django.db import transaction
+    from django.db.models import F
     from django.utils import timezone
 
     from annotation.models import Document, Query
@@ -101,7 +103,7 @@ def setup(old: int, new: int) -> None:
         ]
         columns = ["pool_id", "unit_id", "user_id", "state", "claimed_at", "touched_at"]
         bulk_insert(Claim, [*columns, "finished_at"], claims)
-        WorkUnit.objects.filter(pool=pool).update(claims_taken=models_f("judges_needed"))
+        WorkUnit.objects.filter(pool=pool).update(claims_taken=F("judges_needed"))
         judgments = (
             (pair_ids[key], user.pk, "grade", (n * 7) % 4, "", 12.0, uuid.uuid4(), now)
             for n, key in enumerate(keys)
@@ -119,12 +121,6 @@ def setup(old: int, new: int) -> None:
             )
             bulk_insert(RunResult, ["run_id", "qid", "docid", "rank", "score"], rows)
     print(json.dumps({"judgments": Judgment.objects.count(), "pairs": Pair.objects.count()}))
-
-
-def models_f(name: str) -> object:
-    from django.db.models import F
-
-    return F(name)
 
 
 def child() -> None:
@@ -175,14 +171,6 @@ def child() -> None:
     print(json.dumps({"steps": steps, "counts": counts}))
 
 
-def psql(command: str, database: str = "postgres") -> None:
-    import psycopg
-
-    with psycopg.connect(host="127.0.0.1", user="postgres", dbname=database) as conn:
-        conn.autocommit = True
-        conn.execute(command)
-
-
 def run_child(args: list[str], env: dict[str, str]) -> tuple[dict, float, float]:
     start = time.perf_counter()
     process = subprocess.Popen(
@@ -210,18 +198,7 @@ def main() -> None:
     if args.child:
         child()
         return
-    psql(f'DROP DATABASE IF EXISTS "{args.database}"')
-    psql(f'CREATE DATABASE "{args.database}"')
-    env = dict(
-        os.environ,
-        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{args.database}",
-        SECRET_KEY="bench",
-        DEBUG="0",
-        DJANGO_SETTINGS_MODULE="assay.settings.base",
-        LOG_LEVEL="WARNING",
-    )
-    manage = [sys.executable, "manage.py", "migrate", "-v0"]
-    subprocess.run(manage, cwd=REPO, env=env, check=True)
+    env = fresh_database(args.database)
     made, setup_wall, _ = run_child(["--setup", str(args.old_queries), str(args.new_queries)], env)
     psql("ANALYZE", args.database)  # a database in use has its statistics; a fresh load not
     result, wall, peak_kib = run_child(["--child"], env)
