@@ -34,12 +34,6 @@ def derived_seed(seed: int, purpose: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def choose_double(strata: Mapping[str, Sequence[int]], share: float, seed: int) -> set[int]:
-    """The ids to judge twice: round(share x n) of each stratum's n ids (see `draw_double`)."""
-    wanted = {stratum: double_count(len(members), share) for stratum, members in strata.items()}
-    return draw_double(strata, wanted, seed)
-
-
 def draw_double(
     candidates: Mapping[str, Sequence[int]], wanted: Mapping[str, int], seed: int
 ) -> set[int]:

@@ -8,7 +8,7 @@ import pytest
 
 from annotation import protocol as core
 from judging import highlight as highlight_module
-from judging.assignment import Candidate, choose_double, double_count, pick
+from judging.assignment import Candidate, double_count, draw_double, pick
 from judging.highlight import (
     MAX_TERMS,
     MAX_TEXT_CHARS,
@@ -86,6 +86,12 @@ def test_it_rounds_the_double_share_half_up() -> None:
         double_count(4, 1.5)
 
 
+def choose_double(strata: dict[str, list[int]], share: float, seed: int) -> set[int]:
+    """round(share x n) of each stratum's n ids, as a first pool draws them."""
+    wanted = {stratum: double_count(len(members), share) for stratum, members in strata.items()}
+    return draw_double(strata, wanted, seed)
+
+
 def test_it_chooses_doubles_per_stratum_reproducibly() -> None:
     strata = {"head": list(range(10)), "tail": list(range(10, 30))}
     chosen = choose_double(strata, 0.2, seed=3)
@@ -95,6 +101,10 @@ def test_it_chooses_doubles_per_stratum_reproducibly() -> None:
         == chosen
     )
     assert choose_double(strata, 0.2, seed=4) != chosen
+
+
+def test_it_draws_no_more_than_a_stratum_holds() -> None:
+    assert draw_double({"head": [1, 2]}, {"head": 5, "tail": 3}, seed=1) == {1, 2}
 
 
 def test_it_prefers_the_least_paired_first_judge() -> None:
