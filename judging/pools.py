@@ -364,38 +364,30 @@ def _units_write(pool: Pool, plan: PoolPlan, pairs: dict[Key, int]) -> dict[int,
     return units
 
 
-def _claims_carry(pool: Pool, previous: Pool | None, units: dict[int, WorkUnit]) -> int:
+def _claims_carry(pool: Pool, previous: Pool | None, units: dict[int, WorkUnit]) -> None:
     """Queries held in the previous pool (active or assigned) stay with their holders: the
-    claim moves to the query's unit in the new pool (an active one stays active unless its
-    holder already has one there). A query with no work left lets its claim go as well."""
+    claim moves, in its state, to the query's unit in the new pool (a person holds at most one
+    active claim per pool, so the new pool has one at most too). A query with no work left
+    lets its claim go as well."""
     if previous is None:
-        return 0
+        return
     # Locked in the order of their ids, as an undo locks a person's claims, so that the two
-    # cannot deadlock; then taken active first (it stays active), oldest first.
+    # cannot deadlock; then moved oldest first.
     locked = list(
         Claim.objects.select_for_update(of=("self",))  # the claims only, not their units
         .select_related("unit", "user")
         .filter(pool=previous, state__in=(ClaimState.ACTIVE, ClaimState.ASSIGNED))
         .order_by("pk")
     )
-    held = sorted(locked, key=lambda c: (c.state != ClaimState.ACTIVE, c.claimed_at, c.pk))
     now = timezone.now()
-    moved = 0
-    active: set[int] = set()
-    for claim in held:
+    for claim in sorted(locked, key=lambda c: (c.claimed_at, c.pk)):
         state = claim.state
         if not claim_state_set(claim, ClaimState.MOVED, now):
             continue  # answered to the end, released or expired meanwhile: left as it is
         place_free(claim.unit_id)
         unit = units.get(claim.unit.query_id)
-        if unit is None or not place_take(unit):
-            continue
-        if state == ClaimState.ACTIVE and claim.user_id in active:
-            state = ClaimState.ASSIGNED
-        claim_hold(unit, claim.user, now, state=state)
-        active.update([claim.user_id] if state == ClaimState.ACTIVE else [])
-        moved += 1
-    return moved
+        if unit is not None and place_take(unit):
+            claim_hold(unit, claim.user, now, state=state)
 
 
 # --- building in the background -------------------------------------------------------------
