@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import User
-
 from jobs.errors import JobInputError
 from jobs.models import Job
 from jobs.run import Progress
@@ -29,7 +27,7 @@ def pool_build_job(job: Job, progress: Progress) -> dict[str, Any]:
             after=params.get("after"),
             # Only a build confirmed on a preview carries "after" (commands build at once).
             check_after="after" in params,
-            user=User.objects.filter(pk=job.created_by_id or 0).first(),
+            user=job.created_by,
         )
     except PoolingError as error:
         raise JobInputError(str(error)) from error  # no queries, runs of another project...
