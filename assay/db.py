@@ -11,10 +11,12 @@ stays all or nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
 from django.db import connection, models
+from django.utils import timezone
 
 BATCH_SIZE = 10_000
 # Autovacuum analyzes a table once this many rows plus this share of it have changed.
@@ -104,3 +106,11 @@ def rows_for_ids(sql: str, ids: Iterable[int], params: Sequence[Any] = ()) -> li
             cursor.execute(sql.format(ids=placeholders(len(chunk))), [*chunk, *params])
             rows.extend(cursor.fetchall())
     return rows
+
+
+def aware(value: Any) -> Any:
+    """A timestamp read by plain SQL, made aware: SQLite hands them back naive (the ORM would
+    add UTC); anything else passes through."""
+    if isinstance(value, datetime) and timezone.is_naive(value):
+        return timezone.make_aware(value, UTC)
+    return value

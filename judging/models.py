@@ -29,6 +29,10 @@ class JudgingPolicy(models.Model):
     double_share = models.FloatField(
         default=0.2, help_text="share of queries, per stratum, judged blind by a second person"
     )
+    gold_share = models.FloatField(
+        default=0.05,
+        help_text="share of every annotator's items that are gold checks, shown like any other",
+    )
 
     class Meta:
         verbose_name_plural = "judging policies"
@@ -37,6 +41,9 @@ class JudgingPolicy(models.Model):
                 condition=Q(double_share__gte=0) & Q(double_share__lte=1), name="share_0_to_1"
             ),
             models.CheckConstraint(condition=Q(claim_idle_minutes__gte=1), name="idle_at_least_1"),
+            models.CheckConstraint(
+                condition=Q(gold_share__gte=0) & Q(gold_share__lte=0.5), name="gold_share_0_to_half"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -51,6 +58,11 @@ class WorkUnit(models.Model):
 
     `claims_taken` counts the active, assigned and finished claims; a claim is only ever taken
     by a compare-and-set update that keeps it at or below `judges_needed`.
+
+    A gold unit (`gold_for` set) is one person's gold check: a query they never judged, holding
+    its gold pairs, made and claimed for them alone when their share of gold falls behind. It is
+    nobody else's work, so progress, pool statistics and carrying work to a newer pool leave it
+    out; the person sees it exactly like any other query.
     """
 
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="units")
@@ -59,11 +71,26 @@ class WorkUnit(models.Model):
     stratum = models.CharField(max_length=32, blank=True)
     judges_needed = models.PositiveSmallIntegerField(default=1)
     claims_taken = models.PositiveSmallIntegerField(default=0)
+    gold_for = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="set on a gold check: the one person it was made for",
+    )
 
     class Meta:
         ordering = ["position"]
         constraints = [
-            models.UniqueConstraint(fields=["pool", "query"], name="unit_query_once"),
+            models.UniqueConstraint(
+                fields=["pool", "query"], condition=Q(gold_for=None), name="unit_query_once"
+            ),
+            models.UniqueConstraint(
+                fields=["pool", "query", "gold_for"],
+                condition=Q(gold_for__isnull=False),
+                name="gold_unit_once",
+            ),
             models.UniqueConstraint(fields=["pool", "position"], name="unit_position_once"),
             models.CheckConstraint(
                 condition=Q(judges_needed__in=[1, 2]), name="unit_judges_1_or_2"
@@ -212,3 +239,30 @@ class Judgment(models.Model):
     def __str__(self) -> str:
         shown = self.grade if self.kind == Kind.GRADE else self.kind
         return f"{self.user} on {self.pair}: {shown}"
+
+
+class GoldSource(models.TextChoices):
+    ADJUDICATED = "adjudicated", "adjudicated by a lead"
+    LEAD = "lead", "judged by a lead"
+
+
+class GoldItem(models.Model):
+    """A pair whose grade is known (adjudicated, or judged by a lead): an answer key that gold
+    checks are scored against. Retiring it keeps the checks already made scoreable."""
+
+    pair = models.OneToOneField(Pair, on_delete=models.CASCADE, related_name="gold")
+    grade = models.PositiveSmallIntegerField(choices=Grade.choices)
+    source = models.CharField(max_length=16, choices=GoldSource.choices)
+    marked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    marked_at = models.DateTimeField(auto_now_add=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(grade__lte=3), name="gold_grade_0_to_3"),
+        ]
+
+    def __str__(self) -> str:
+        return f"gold {self.pair}: {self.grade}"

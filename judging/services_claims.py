@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -18,7 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotation.models import Project
-from assay.db import placeholders
+from assay.db import aware, placeholders
 from pooling.models import Pool
 
 from .assignment import Candidate, pick
@@ -182,17 +182,10 @@ _STALE = (
 def _claim(row: tuple[Any, ...]) -> Claim:
     """A claim row read by `_CLAIM`, with its unit."""
     width = len(_CLAIM_FIELDS) + 1
-    values = [_aware(value) for value in row[:width]]
+    values = [aware(value) for value in row[:width]]
     claim = Claim.from_db(connection.alias, [*_CLAIM_FIELDS, "finished_at"], values)
     claim.unit = WorkUnit.from_db(connection.alias, _UNIT_FIELDS, row[width:])
     return claim
-
-
-def _aware(value: Any) -> Any:
-    # SQLite hands plain SQL's timestamps back naive (the ORM would add UTC): add it here.
-    if isinstance(value, datetime) and timezone.is_naive(value):
-        return timezone.make_aware(value, UTC)
-    return value
 
 
 def _locked(table: str = "u") -> str:

@@ -11,6 +11,7 @@ is the items it had; and the migration back restores the items.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -28,7 +29,7 @@ BEFORE = [
 FIELDS = ("id", "user_id", "kind", "grade", "note", "protocol_id", "seconds_spent", "created_at")
 
 
-def migrate(targets: list[tuple[str, str]]) -> MigrationExecutor:
+def migrate(targets: Sequence[tuple[str, str | None]]) -> MigrationExecutor:
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(targets)
@@ -39,9 +40,16 @@ def latest() -> list[tuple[str, str]]:
     return MigrationExecutor(connection).loader.graph.leaf_nodes()
 
 
-def before() -> list[tuple[str, str]]:
-    """Every other app as it is now, judging and pooling before pairs."""
-    return [leaf for leaf in latest() if leaf[0] not in ("judging", "pooling")] + BEFORE
+def before() -> list[tuple[str, str | None]]:
+    """Every other app as it is now, judging and pooling before pairs; agreement, whose
+    tables point at pairs, before its first migration."""
+    apps_after = ("judging", "pooling", "agreement")
+    return [leaf for leaf in latest() if leaf[0] not in apps_after] + [*BEFORE, ("agreement", None)]
+
+
+def _nodes(targets: list[tuple[str, str | None]]) -> list[tuple[str, str]]:
+    """The migrations a state is read at: an app migrated back to zero has none."""
+    return [(app, name) for app, name in targets if name is not None]
 
 
 def fill(apps: Any) -> dict[str, Any]:
@@ -111,7 +119,7 @@ def fill(apps: Any) -> dict[str, Any]:
 @pytest.mark.django_db(transaction=True)
 def test_every_judgment_moves_to_its_pair_unchanged_and_back() -> None:
     executor = migrate(before())
-    made = fill(executor.loader.project_state(before()).apps)
+    made = fill(executor.loader.project_state(_nodes(before())).apps)
 
     migrate(latest())
 
@@ -131,7 +139,7 @@ def test_every_judgment_moves_to_its_pair_unchanged_and_back() -> None:
         assert work == held  # until now, every item of a unit's query was its work
 
     executor = migrate(before())  # and back: every judgment on an item of its pair again
-    old = executor.loader.project_state(before()).apps
+    old = executor.loader.project_state(_nodes(before())).apps
     rows = old.get_model("judging", "Judgment").objects.values(
         "pool_item__query_id", "pool_item__document_id", *FIELDS
     )

@@ -1,0 +1,70 @@
+"""Everyone's current answer on every pair of a project: what agreement, adjudication and the
+final labels are computed from.
+
+A person's current answer on a pair is their latest judgment row on it (an ``undo`` row makes the
+pair unanswered again). Gold checks are left out: a gold check measures the person against a
+known answer, it is not a label of the pair, and gold pairs were chosen for being hard, so they
+would bias agreement. A gold check is an answer on a pair of a gold unit made for the person who
+answered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+
+from assay.db import aware
+
+from .models import Kind
+
+# One statement, plain SQL: the dashboard reads ~100,000 rows and model objects would cost more
+# than the statistics. `max(id)` per (person, pair) is each person's latest row.
+_CURRENT = (
+    "SELECT j.pair_id, q.qid, d.docid, q.stratum, j.user_id, u.username, j.kind, j.grade,"
+    " v.number, j.created_at, j.seconds_spent, j.note"
+    " FROM judging_judgment j"
+    " JOIN (SELECT l.user_id, l.pair_id, max(l.id) AS id FROM judging_judgment l"
+    "  JOIN pooling_pair lp ON lp.id = l.pair_id JOIN annotation_query lq ON lq.id = lp.query_id"
+    "  WHERE lq.project_id = %s GROUP BY l.user_id, l.pair_id) latest ON latest.id = j.id"
+    " JOIN pooling_pair p ON p.id = j.pair_id"
+    " JOIN annotation_query q ON q.id = p.query_id"
+    " JOIN annotation_document d ON d.id = p.document_id"
+    " JOIN auth_user u ON u.id = j.user_id"
+    " LEFT JOIN annotation_protocolversion v ON v.id = j.protocol_id"
+    " WHERE j.kind <> %s AND NOT EXISTS (SELECT 1 FROM judging_workitem w"
+    "  JOIN judging_workunit g ON g.id = w.unit_id"
+    "  WHERE w.pair_id = j.pair_id AND g.gold_for_id = j.user_id)"
+    " ORDER BY j.pair_id, j.id"
+)
+
+
+@dataclass(frozen=True)
+class CurrentAnswer:
+    """One person's current answer on one pair (``grade`` is None unless ``kind`` is grade)."""
+
+    pair_id: int
+    qid: str
+    docid: str
+    stratum: str
+    user_id: int
+    username: str
+    kind: str
+    grade: int | None
+    protocol: int | None
+    answered_at: datetime
+    seconds: float
+    note: str
+
+
+def current_answers(*, project_id: int) -> list[CurrentAnswer]:
+    """Every person's current answer on every pair of the project, gold checks left out, by
+    pair and then in the order they were given. Undone pairs have no current answer."""
+    with connection.cursor() as cursor:
+        cursor.execute(_CURRENT, [project_id, Kind.UNDO.value])
+        rows = cursor.fetchall()
+    return [
+        CurrentAnswer(*row[:9], answered_at=aware(row[9]), seconds=row[10], note=row[11])
+        for row in rows
+    ]
