@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
 
@@ -64,7 +65,9 @@ def current_answers(*, project_id: int) -> list[CurrentAnswer]:
     with connection.cursor() as cursor:
         cursor.execute(_CURRENT, [project_id, Kind.UNDO.value])
         rows = cursor.fetchall()
-    return [
-        CurrentAnswer(*row[:9], answered_at=aware(row[9]), seconds=row[10], note=row[11])
-        for row in rows
-    ]
+    return [_answer(*row) for row in rows]
+
+
+def _answer(*row: Any) -> CurrentAnswer:
+    *head, answered_at, seconds, note = row
+    return CurrentAnswer(*head, answered_at=aware(answered_at), seconds=seconds, note=note)
