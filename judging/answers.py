@@ -69,5 +69,6 @@ def current_answers(*, project_id: int) -> list[CurrentAnswer]:
 
 
 def _answer(*row: Any) -> CurrentAnswer:
-    *head, answered_at, seconds, note = row
-    return CurrentAnswer(*head, answered_at=aware(answered_at), seconds=seconds, note=note)
+    values = list(row)
+    values[9] = aware(values[9])  # answered_at
+    return CurrentAnswer(*values)
