@@ -31,6 +31,9 @@ class Anchor:
     grade: int
     why: str
     title: str = ""  # the document's title when the version was published
+    # A few lines of the document, for an anchor taken from an adjudicated pair: annotators
+    # see what was judged without opening the corpus.
+    excerpt: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ def from_content(content: Mapping[str, Any], intro: str = "") -> Protocol:
                 int(a["grade"]),
                 str(a["why"]),
                 str(a.get("title", "")),
+                str(a.get("excerpt", "")),
             )
             for a in content.get("anchors", [])
         ),
@@ -114,7 +118,9 @@ def render_markdown(protocol: Protocol) -> str:
         parts.append("## Grades\n\n" + "\n".join(lines))
     if protocol.anchors:
         lines = [
-            f'- **{a.grade}**: "{a.query}" → *{a.title or a.docid}* (`{a.docid}`). {a.why}'
+            f'- **{a.grade}**: "{a.query}" → *{a.title or a.docid}* (`{a.docid}`)'
+            + (f", which reads: “{a.excerpt}”" if a.excerpt else "")
+            + f". {a.why}"
             for a in protocol.anchors
         ]
         parts.append("## Anchor examples\n\n" + "\n".join(lines))
@@ -122,6 +128,18 @@ def render_markdown(protocol: Protocol) -> str:
         lines = [f"- **{r.question}** {r.ruling}" for r in protocol.rulings]
         parts.append("## Edge cases\n\n" + "\n".join(lines))
     return "\n\n".join(parts) + "\n"
+
+
+EXCERPT_CHARS = 300
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The start of a document as one line: whitespace collapsed, cut at a word with "…"."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0] or line[:limit]
+    return cut + "…"
 
 
 def _by_value(protocol: Protocol) -> list[GradeDef]:

@@ -126,10 +126,21 @@ def parse_draft(post: QueryDict) -> DraftForm:
             _rows(post, "grade_value", "grade_label", "grade_definition"), start=1
         )
     ]
+    anchor_rows = _rows(
+        post, "anchor_query", "anchor_docid", "anchor_grade", "anchor_why", "anchor_excerpt"
+    )
     anchors = [
-        core.Anchor(query.strip(), docid.strip(), _number(g, f"Anchor {n}", errors), why.strip())
-        for n, (query, docid, g, why) in enumerate(
-            _rows(post, "anchor_query", "anchor_docid", "anchor_grade", "anchor_why"), start=1
+        core.Anchor(
+            query.strip(),
+            docid.strip(),
+            _number(g, f"Anchor {n}", errors),
+            why.strip(),
+            excerpt=excerpt.strip(),
+        )
+        # The excerpt is carried in a hidden field: a row whose visible fields are all
+        # emptied is removed, excerpt and all.
+        for n, (query, docid, g, why, excerpt) in enumerate(
+            (row for row in anchor_rows if any(cell.strip() for cell in row[:4])), start=1
         )
     ]
     rulings = [

@@ -10,6 +10,7 @@ from rest_framework.permissions import IsAuthenticated
 
 from accounts import api as accounts_api
 from accounts import views as accounts_views
+from agreement import views_adjudication as adjudication_views
 from annotation import views as annotation_views
 from annotation import views_protocol as protocol_views
 from assay.health import healthz
@@ -111,6 +112,17 @@ urlpatterns = [
     path("p/<slug:slug>/pool/runs/status/", runs_views.runs_status, name="runs_status"),
     path("p/<slug:slug>/queries/download/", runs_views.queries_download, name="queries_download"),
     path("p/<slug:slug>/qrels/", evaluation_views.qrels_download, name="qrels_download"),
+    path("p/<slug:slug>/adjudicate/", adjudication_views.adjudicate_queue, name="adjudicate_queue"),
+    path(
+        "p/<slug:slug>/adjudicate/<int:pair_id>/",
+        adjudication_views.adjudicate_pair,
+        name="adjudicate_pair",
+    ),
+    path(
+        "p/<slug:slug>/adjudications/<int:adjudication_id>/promote/",
+        adjudication_views.adjudication_promote_view,
+        name="adjudication_promote",
+    ),
     path("p/<slug:slug>/jobs/<int:job_id>/retry/", jobs_views.job_retry_view, name="job_retry"),
     path(
         "p/<slug:slug>/jobs/<int:job_id>/discard/", jobs_views.job_discard_view, name="job_discard"

@@ -7,9 +7,12 @@ from typing import Protocol
 
 from django.contrib.auth.models import User
 
+from agreement.labels import DEFAULT_POLICY, LabelCounts, Policy
+from agreement.services_adjudication import final_labels_of
 from annotation.models import Project
 from formats.trec import format_qrels_line
-from judging.models import Judgment, Kind
+from judging.answers import current_answers
+from judging.models import Kind
 
 
 class Writer(Protocol):
@@ -22,32 +25,56 @@ class ExportError(ValueError):
 
 @dataclass(frozen=True)
 class ExportReport:
-    pairs: int
-    conflicting: int
+    pairs: int  # lines written
+    counts: LabelCounts | None = None  # the final labels' counts; None for one person's grades
+    annotator: str | None = None
+
+    @property
+    def unresolved(self) -> int:
+        return self.counts.unresolved if self.counts else 0
+
+    def summary(self) -> str:
+        """What was written, for a person: the counts per provenance and the policy."""
+        if self.counts is None:
+            return f"{self.pairs} pairs written: {self.annotator}'s own current grades"
+        return self.counts.summary()
 
 
-def qrels_export(*, project: Project, out: Writer, annotator: str | None = None) -> ExportReport:
-    """Write the project's current grades as TREC qrels (`qid 0 docid grade`), sorted.
+def qrels_export(
+    *,
+    project: Project,
+    out: Writer,
+    annotator: str | None = None,
+    unresolved: Policy = DEFAULT_POLICY,
+) -> ExportReport:
+    """Write the project's final labels as TREC qrels (`qid 0 docid grade`), sorted.
 
-    Judgments are append-only, so each person's current answer on a pair is their latest row;
-    only current answers that are grades count (unsure, skipped and undone items are left out).
-    Until adjudication exists, a pair graded by several people takes the grade of the person
-    who judged it first, and is counted in `conflicting` when the others' grades differ. With
-    `annotator`, only that person's grades are written (one file per judge feeds `agreement`);
-    a name that is no user's is an ExportError, raised before anything is written.
+    A pair's final grade is its standing adjudication, else its judges' current grade when one
+    judge graded it or all agree; pairs whose judges disagree and that no lead has adjudicated
+    are written by the `unresolved` policy (see `agreement.labels`). Unsure, skipped and
+    undone answers and gold checks label nothing. With `annotator`, only that person's own
+    current grades are written (one file per judge feeds `agreement`); a name that is no user's
+    is an ExportError, raised before anything is written.
     """
     if annotator is not None:
         _check_annotator(annotator)
-    current = _current_grades(project, annotator)
-    kept: dict[tuple[str, str], int] = {}
-    conflicting = 0
-    for pair, by_judge in current.items():
-        grades = [grade for _first, grade in sorted(by_judge)]
-        kept[pair] = grades[0]
-        conflicting += len(set(grades)) > 1
-    for (qid, docid), grade in sorted(kept.items()):
+        return _own_grades(project, annotator, out)
+    labels = final_labels_of(project=project, policy=unresolved)
+    lines = labels.qrels()
+    for qid, docid, grade in lines:
         out.write(format_qrels_line(qid, docid, grade) + "\n")
-    return ExportReport(pairs=len(kept), conflicting=conflicting)
+    return ExportReport(pairs=len(lines), counts=labels.counts)
+
+
+def _own_grades(project: Project, annotator: str, out: Writer) -> ExportReport:
+    grades = sorted(
+        (answer.qid, answer.docid, answer.grade)
+        for answer in current_answers(project_id=project.pk)
+        if answer.username == annotator and answer.kind == Kind.GRADE and answer.grade is not None
+    )
+    for qid, docid, grade in grades:
+        out.write(format_qrels_line(qid, docid, grade) + "\n")
+    return ExportReport(pairs=len(grades), annotator=annotator)
 
 
 def _check_annotator(username: str) -> None:
@@ -55,26 +82,3 @@ def _check_annotator(username: str) -> None:
     # No username holds a NUL (and PostgreSQL refuses one in a query).
     if "\x00" in username or not User.objects.filter(username=username).exists():
         raise ExportError(f"no user named {username!r}")
-
-
-def _current_grades(
-    project: Project, annotator: str | None
-) -> dict[tuple[str, str], list[tuple[int, int]]]:
-    """(qid, docid) -> [(id of the judge's first row on the pair, their current grade)]."""
-    judgments = Judgment.objects.filter(pair__query__project=project)
-    if annotator is not None:
-        judgments = judgments.filter(user__username=annotator)
-    rows = judgments.order_by("pk").values_list(
-        "pk", "user_id", "pair__query__qid", "pair__document__docid", "kind", "grade"
-    )
-    first: dict[tuple[str, str, int], int] = {}
-    latest: dict[tuple[str, str, int], int | None] = {}
-    for pk, user_id, qid, docid, kind, grade in rows.iterator(chunk_size=5000):
-        key = (qid, docid, user_id)
-        first.setdefault(key, pk)
-        latest[key] = grade if kind == Kind.GRADE else None
-    current: dict[tuple[str, str], list[tuple[int, int]]] = {}
-    for (qid, docid, user_id), grade in latest.items():
-        if grade is not None:
-            current.setdefault((qid, docid), []).append((first[(qid, docid, user_id)], grade))
-    return current

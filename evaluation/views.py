@@ -7,6 +7,7 @@ import io
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
+from agreement.labels import DEFAULT_POLICY, policy_of
 from annotation.access import Access, project_for_lead
 
 from .services import ExportError, qrels_export
@@ -18,11 +19,17 @@ def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
 
 @login_required
 def qrels_download(request: HttpRequest, slug: str) -> HttpResponse:
+    """The final labels as qrels; `?unresolved=exclude|lower|higher` says what to write for
+    pairs whose judges disagree, `?annotator=name` gives that person's own grades instead."""
     access = _get_project_for_lead(request, slug)
     annotator = request.GET.get("annotator") or None
+    try:
+        unresolved = policy_of(request.GET.get("unresolved") or DEFAULT_POLICY)
+    except ValueError as error:
+        return HttpResponseBadRequest(str(error), content_type="text/plain")
     buffer = io.StringIO()
     try:
-        qrels_export(project=access.project, out=buffer, annotator=annotator)
+        qrels_export(project=access.project, out=buffer, annotator=annotator, unresolved=unresolved)
     except ExportError as error:
         return HttpResponseBadRequest(f"annotator: {error}", content_type="text/plain")
     response = HttpResponse(buffer.getvalue(), content_type="text/plain; charset=utf-8")

@@ -28,7 +28,7 @@ _CURRENT = (
     " FROM judging_judgment j"
     " JOIN (SELECT l.user_id, l.pair_id, max(l.id) AS id FROM judging_judgment l"
     "  JOIN pooling_pair lp ON lp.id = l.pair_id JOIN annotation_query lq ON lq.id = lp.query_id"
-    "  WHERE lq.project_id = %s GROUP BY l.user_id, l.pair_id) latest ON latest.id = j.id"
+    "  WHERE lq.project_id = %s{pair} GROUP BY l.user_id, l.pair_id) latest ON latest.id = j.id"
     " JOIN pooling_pair p ON p.id = j.pair_id"
     " JOIN annotation_query q ON q.id = p.query_id"
     " JOIN annotation_document d ON d.id = p.document_id"
@@ -59,11 +59,14 @@ class CurrentAnswer:
     note: str
 
 
-def current_answers(*, project_id: int) -> list[CurrentAnswer]:
-    """Every person's current answer on every pair of the project, gold checks left out, by
-    pair and then in the order they were given. Undone pairs have no current answer."""
+def current_answers(*, project_id: int, pair_id: int | None = None) -> list[CurrentAnswer]:
+    """Every person's current answer on every pair of the project (or on the one pair
+    `pair_id`), gold checks left out, by pair and then in the order they were given. Undone
+    pairs have no current answer."""
+    one_pair = [] if pair_id is None else [pair_id]
+    sql = _CURRENT.format(pair=" AND l.pair_id = %s" if one_pair else "")
     with connection.cursor() as cursor:
-        cursor.execute(_CURRENT, [project_id, Kind.UNDO.value])
+        cursor.execute(sql, [project_id, *one_pair, Kind.UNDO.value])
         rows = cursor.fetchall()
     return [_answer(*row) for row in rows]
 

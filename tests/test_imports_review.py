@@ -217,7 +217,7 @@ def test_the_exported_qrels_reimport_and_score_as_the_grades_say(
     alice, bob = world.alice, world.bob
     judge(items["q1", "d1"], alice, grade=3)
     judge(items["q1", "d1"], alice, grade=2)  # her current grade
-    judge(items["q1", "d1"], bob, grade=0)  # double-judged: the first judge's grade stands
+    judge(items["q1", "d1"], bob, grade=3)  # the judges differ: the lower grade is written
     judge(items["q1", "d2"], alice, "unsure")
     judge(items["q1", "d3"], bob, grade=1)
     judge(items["q1", "d3"], bob, "undo")

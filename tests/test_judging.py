@@ -413,7 +413,7 @@ def export(world: World, annotator: str | None = None) -> tuple[list[str], int]:
 
     out = io.StringIO()
     report = qrels_export(project=world.project, out=out, annotator=annotator)
-    return out.getvalue().splitlines(), report.conflicting
+    return out.getvalue().splitlines(), report.unresolved
 
 
 def test_it_exports_each_judges_current_grade_only(world: World) -> None:
@@ -429,7 +429,7 @@ def test_it_exports_each_judges_current_grade_only(world: World) -> None:
     page = answer(client, slug, page, kind="skip", note="broken")
     fourth = shown_item(page)
     answer(client, slug, undo(client, slug, answer(client, slug, page, 2)), 0)
-    lines, conflicting = export(world)
+    lines, unresolved = export(world)
     assert first and second and third and fourth
     assert lines == sorted(
         [
@@ -437,23 +437,23 @@ def test_it_exports_each_judges_current_grade_only(world: World) -> None:
             f"{fourth.query.qid} 0 {fourth.document.docid} 0",
         ]
     )
-    assert conflicting == 0
+    assert unresolved == 0
 
 
-def test_it_exports_the_first_judges_grade_of_a_double_judged_pair(world: World) -> None:
+def test_it_exports_the_lower_grade_of_an_unresolved_double_judged_pair(world: World) -> None:
     WorkUnit.objects.filter(pool__project=world.project).update(judges_needed=2)
     slug = world.project.slug
     alice, bob = world.client_for(world.alice), world.client_for(world.bob)
     alice_page = judge_page(alice, slug)
     item = shown_item(alice_page)
-    answer(alice, slug, alice_page, 1)
+    answer(alice, slug, alice_page, 2)  # the first judge's grade no longer wins
     bob_page = judge_page(bob, slug)
     assert shown_item(bob_page) == item  # the second judge of the same query
-    answer(bob, slug, bob_page, 2)
+    answer(bob, slug, bob_page, 1)
     assert item is not None
-    lines, conflicting = export(world)
-    assert lines == [f"{item.query.qid} 0 {item.document.docid} 1"] and conflicting == 1
-    assert export(world, annotator="bob")[0] == [f"{item.query.qid} 0 {item.document.docid} 2"]
+    lines, unresolved = export(world)
+    assert lines == [f"{item.query.qid} 0 {item.document.docid} 1"] and unresolved == 1
+    assert export(world, annotator="alice")[0] == [f"{item.query.qid} 0 {item.document.docid} 2"]
 
 
 def test_opening_the_page_never_claims_and_its_panel_claims_by_post(world: World) -> None:

@@ -51,7 +51,7 @@ def test_it_publishes_a_draft_as_the_next_version(world: World) -> None:
     ]
     assert v2.content["anchors"] == [
         {"query": "first question", "docid": "d1", "grade": 3, "why": "the whole answer",
-         "title": "Title 1"},
+         "title": "Title 1", "excerpt": ""},
     ]  # fmt: skip
     assert "## Edge cases" in v2.text and "**Outdated pages?** 1 at most." in v2.text
     assert not ProtocolDraft.objects.exists()  # the next edit starts from v2
