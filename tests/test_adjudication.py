@@ -331,3 +331,25 @@ def test_a_pair_of_another_project_is_not_found(world: World, tmp_path: Path) ->
     assert stranger is not None
     url = reverse("adjudicate_pair", args=[world.project.slug, stranger.pk])
     assert world.client_for(world.lead).get(url).status_code == 404
+
+
+def test_gold_checks_label_nothing_and_one_pairs_answers_are_its_own(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from judging.answers import current_answers
+    from judging.models import WorkItem, WorkUnit
+
+    p, other = pair(world, "q1", "d1"), pair(world, "q1", "d2")
+    judge(world, "bob", p, 3)
+    judge(world, "alice", other, 1)
+    gold = WorkUnit.objects.create(
+        pool=world.project.pools.get(), query=p.query, position=999, gold_for=world.alice
+    )
+    WorkItem.objects.create(unit=gold, pair=p, position=0)
+    judge(world, "alice", p, 0)  # her gold check: measures her, labels nothing
+    out, err = export(world, capsys=capsys)
+    assert out.splitlines() == ["q1 0 d1 3", "q1 0 d2 1"] and "0 unresolved" in err
+    everyone = current_answers(project_id=world.project.pk)
+    assert current_answers(project_id=world.project.pk, pair_id=p.pk) == [
+        a for a in everyone if a.pair_id == p.pk
+    ]
