@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 
 from annotation.models import Project
 from formats.trec import format_qrels_line
+from judging.answers import gold_check
 from judging.models import Judgment, Kind
 
 
@@ -61,7 +62,8 @@ def _current_grades(
     project: Project, annotator: str | None
 ) -> dict[tuple[str, str], list[tuple[int, int]]]:
     """(qid, docid) -> [(id of the judge's first row on the pair, their current grade)]."""
-    judgments = Judgment.objects.filter(pair__query__project=project)
+    # Gold checks measure a person against a known grade: they are never labels.
+    judgments = Judgment.objects.filter(pair__query__project=project).exclude(gold_check())
     if annotator is not None:
         judgments = judgments.filter(user__username=annotator)
     rows = judgments.order_by("pk").values_list(

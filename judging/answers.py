@@ -15,10 +15,26 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
+from django.db.models import Exists, OuterRef
 
 from assay.db import aware
 
-from .models import Kind
+from .models import Kind, WorkItem
+
+
+def gold_check_sql(judgment: str) -> str:
+    """SQL that is true when the judgment row aliased `judgment` is a gold check: an answer on
+    a pair of a gold unit made for the person who answered. Its ORM twin is `gold_check`."""
+    return (
+        "EXISTS (SELECT 1 FROM judging_workitem gw JOIN judging_workunit gu ON gu.id = gw.unit_id"
+        f" WHERE gw.pair_id = {judgment}.pair_id AND gu.gold_for_id = {judgment}.user_id)"
+    )
+
+
+def gold_check() -> Exists:
+    """`gold_check_sql` for a Judgment queryset: ``.exclude(gold_check())`` drops them."""
+    return Exists(WorkItem.objects.filter(pair=OuterRef("pair"), unit__gold_for=OuterRef("user")))
+
 
 # One statement, plain SQL: the dashboard reads ~100,000 rows and model objects would cost more
 # than the statistics. `max(id)` per (person, pair) is each person's latest row.
@@ -28,15 +44,13 @@ _CURRENT = (
     " FROM judging_judgment j"
     " JOIN (SELECT l.user_id, l.pair_id, max(l.id) AS id FROM judging_judgment l"
     "  JOIN pooling_pair lp ON lp.id = l.pair_id JOIN annotation_query lq ON lq.id = lp.query_id"
-    "  WHERE lq.project_id = %s GROUP BY l.user_id, l.pair_id) latest ON latest.id = j.id"
+    "  WHERE lq.project_id = %s{pair} GROUP BY l.user_id, l.pair_id) latest ON latest.id = j.id"
     " JOIN pooling_pair p ON p.id = j.pair_id"
     " JOIN annotation_query q ON q.id = p.query_id"
     " JOIN annotation_document d ON d.id = p.document_id"
     " JOIN auth_user u ON u.id = j.user_id"
     " LEFT JOIN annotation_protocolversion v ON v.id = j.protocol_id"
-    " WHERE j.kind <> %s AND NOT EXISTS (SELECT 1 FROM judging_workitem w"
-    "  JOIN judging_workunit g ON g.id = w.unit_id"
-    "  WHERE w.pair_id = j.pair_id AND g.gold_for_id = j.user_id)"
+    f" WHERE j.kind <> %s AND NOT {gold_check_sql('j')}"
     " ORDER BY j.pair_id, j.id"
 )
 
@@ -59,11 +73,17 @@ class CurrentAnswer:
     note: str
 
 
-def current_answers(*, project_id: int) -> list[CurrentAnswer]:
-    """Every person's current answer on every pair of the project, gold checks left out, by
-    pair and then in the order they were given. Undone pairs have no current answer."""
+def current_answers(*, project_id: int, pair_id: int | None = None) -> list[CurrentAnswer]:
+    """Every person's current answer on every pair of the project (or only on `pair_id`),
+    gold checks left out, by pair and then in the order they were given. Undone pairs have no
+    current answer."""
+    params: list[int | str] = [project_id, Kind.UNDO.value]
+    sql = _CURRENT.format(pair="")
+    if pair_id is not None:
+        sql = _CURRENT.format(pair=" AND l.pair_id = %s")
+        params.insert(1, pair_id)
     with connection.cursor() as cursor:
-        cursor.execute(_CURRENT, [project_id, Kind.UNDO.value])
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [_answer(*row) for row in rows]
 
