@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 
 WIDTH, HEIGHT = 640, 220
 LEFT, RIGHT, TOP, BOTTOM = 44, 16, 12, 36  # margins: y labels on the left, weeks below
@@ -49,16 +50,17 @@ class Chart:
 def accuracy_chart(
     people: Sequence[tuple[str, Mapping[str, tuple[int, int]]]],
 ) -> Chart | None:
-    """One line per person through their weekly accuracy (correct / checks per ISO week),
-    weeks evenly spaced in order; None when nobody has a check yet."""
+    """One line per person through their weekly accuracy (correct / checks per ISO week), on a
+    time axis (a week without checks keeps its place); None when nobody has a check yet."""
     weeks = sorted({week for _, by_week in people for week in by_week})
     if not weeks:
         return None
     right, bottom = WIDTH - RIGHT, HEIGHT - BOTTOM
-    step = (right - LEFT) / max(len(weeks) - 1, 1)
+    offset = {week: (_monday(week) - _monday(weeks[0])).days // 7 for week in weeks}
+    span = offset[weeks[-1]]
     x_of = {
-        week: LEFT + (i * step if len(weeks) > 1 else (right - LEFT) / 2)
-        for i, week in enumerate(weeks)
+        week: LEFT + (offset[week] / span * (right - LEFT) if span else (right - LEFT) / 2)
+        for week in weeks
     }
 
     def y_of(rate: float) -> float:
@@ -76,6 +78,12 @@ def accuracy_chart(
     x_ticks = tuple(Tick(round(x_of[w], 1), w) for w in _thinned(weeks))
     y_ticks = tuple(Tick(y_of(r), f"{round(r * 100)} %") for r in (0.0, 0.25, 0.5, 0.75, 1.0))
     return Chart(WIDTH, HEIGHT, LEFT, right, TOP, bottom, x_ticks, y_ticks, tuple(series))
+
+
+def _monday(week: str) -> date:
+    """The Monday of an ISO week written ``2026-W49``."""
+    year, number = week.split("-W")
+    return date.fromisocalendar(int(year), int(number), 1)
 
 
 def _thinned(weeks: Sequence[str], most: int = 8) -> list[str]:

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.access import Access, project_for_lead
-from annotation.models import Membership, Project
+from annotation.models import Membership, Project, Role
 from judging.gold import gold_accuracy, gold_checks
 from judging.services import JudgingError, gold_share_set
 from judging.services_claims import gold_received, policy_of
@@ -60,15 +60,15 @@ def _received_rows(
     project: Project, received: dict[int, tuple[int, int]]
 ) -> list[dict[str, object]]:
     """Per member who has received items: gold received, all received, and the share."""
+    # Annotators only: leads get no gold checks (their grades are where keys come from).
+    annotators = Membership.objects.filter(project=project, role=Role.ANNOTATOR)
     names = dict(
-        Membership.objects.filter(project=project, user_id__in=list(received)).values_list(
-            "user_id", "user__username"
-        )
+        annotators.filter(user_id__in=list(received)).values_list("user_id", "user__username")
     )
     return [
-        {"username": names.get(user, "?"), "gold": gold, "all": every, "share": gold / every}
+        {"username": names[user], "gold": gold, "all": every, "share": gold / every}
         for user, (gold, every) in sorted(received.items(), key=lambda kv: names.get(kv[0], ""))
-        if every
+        if every and user in names
     ]
 
 

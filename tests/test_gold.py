@@ -33,7 +33,7 @@ from tests.gold_helpers import (
     lead_makes_gold,
     share_set,
 )
-from tests.judging_helpers import PANEL, answer, form_key, judge_page, shown_item
+from tests.judging_helpers import PANEL, answer, form_key, judge_page, shown_item, undo
 from tests.test_judging_answer import (
     STATEMENTS_PER_ANSWER,
     STATEMENTS_PER_API_ANSWER,
@@ -141,6 +141,23 @@ def test_it_keeps_a_released_gold_check_for_its_annotator_alone(gw: GoldWorld) -
     gold.refresh_from_db()
     assert gold.state == ClaimState.DONE  # given back to her when gold was due again
     assert WorkUnit.objects.filter(gold_for=gw.alice).count() >= 1
+
+
+def test_it_hands_the_same_gold_check_again_after_an_undo_gave_the_last_query_back(
+    gw: GoldWorld,
+) -> None:
+    ready(gw, "50")
+    alice = gw.client_for(gw.alice)
+    page = judge_page(alice, gw.slug)
+    page = answer(alice, gw.slug, answer(alice, gw.slug, page, 1), 1)
+    gold = Claim.objects.get(user=gw.alice, state=ClaimState.ACTIVE).unit
+    assert is_gold(gold)
+    page = undo(alice, gw.slug, page)  # back to the first query's last item
+    assert not is_gold(Claim.objects.get(user=gw.alice, state=ClaimState.ACTIVE).unit)
+    page = answer(alice, gw.slug, page, 3)
+    again = Claim.objects.get(user=gw.alice, state=ClaimState.ACTIVE).unit
+    assert again == gold
+    assert WorkUnit.objects.filter(gold_for=gw.alice).count() == 1
 
 
 # --- looking exactly like any other query ---------------------------------------------------
