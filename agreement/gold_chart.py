@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import date
 
 WIDTH, HEIGHT = 640, 220
-LEFT, RIGHT, TOP, BOTTOM = 44, 16, 12, 36  # margins: y labels on the left, weeks below
+# Margins: room for the y labels, and for the week labels centred on the ends.
+LEFT, RIGHT, TOP, BOTTOM = 56, 40, 12, 36
 # Distinguishable on white and for the common colour blindnesses (Okabe and Ito).
 COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 
