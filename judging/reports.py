@@ -119,7 +119,7 @@ def work_units(*, pool: Pool) -> QuerySet[WorkUnit]:
 
 
 def strata_progress(*, pool: Pool) -> list[StratumProgress]:
-    units = WorkUnit.objects.filter(pool=pool, gold_for=None).annotate(
+    units = work_units(pool=pool).annotate(
         done=Count("claims", filter=Q(claims__state=ClaimState.DONE))
     )
     tally: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
