@@ -23,7 +23,7 @@ from judging.models import Claim, ClaimState, GoldItem, Judgment, WorkUnit
 from judging.pools import pool_open, pool_plan
 from judging.reports import judging_summary, strata_progress
 from judging.services_claims import gold_received
-from tests.gold_helpers import (
+from tests.gold_world import (
     QUERIES,
     GoldWorld,
     gold_project,

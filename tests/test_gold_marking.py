@@ -19,7 +19,7 @@ from judging.gold import GoldCheck, gold_accuracy
 from judging.models import GoldItem, JudgingPolicy, Judgment
 from pooling.models import Pair
 from tests.conftest import World, small_project
-from tests.gold_helpers import judge_queries
+from tests.gold_world import judge_queries
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import pytest
 
 from judging.models import JudgingPolicy
 from tests.browser.test_csp import REPORT_VIOLATIONS, log_in
-from tests.gold_helpers import gold_project, judge_queries, lead_makes_gold, share_set
+from tests.gold_world import gold_project, judge_queries, lead_makes_gold, share_set
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
