@@ -11,6 +11,7 @@ from rest_framework.permissions import IsAuthenticated
 from accounts import api as accounts_api
 from accounts import views as accounts_views
 from agreement import views_adjudication as adjudication_views
+from agreement import views_gold
 from annotation import views as annotation_views
 from annotation import views_protocol as protocol_views
 from assay.health import healthz
@@ -99,6 +100,14 @@ urlpatterns = [
         name="judging_member_link",
     ),
     path("p/<slug:slug>/judging/policy/", judging_lead_views.policy_save, name="judging_policy"),
+    path("p/<slug:slug>/gold/", views_gold.gold_items, name="gold_items"),
+    path("p/<slug:slug>/gold/share/", views_gold.gold_share_view, name="gold_share"),
+    path("p/<slug:slug>/gold/<int:pair_id>/mark/", views_gold.gold_mark_view, name="gold_mark"),
+    path(
+        "p/<slug:slug>/gold/<int:pair_id>/retire/",
+        views_gold.gold_retire_view,
+        name="gold_retire",
+    ),
     path("p/<slug:slug>/protocol/", protocol_views.protocol_detail, name="protocol_detail"),
     path("p/<slug:slug>/protocol/diff/", protocol_views.protocol_diff_view, name="protocol_diff"),
     path("p/<slug:slug>/protocol/edit/", protocol_views.protocol_edit, name="protocol_edit"),

@@ -24,7 +24,15 @@ class WorkUnitAdmin(admin.ModelAdmin):
     """Read-only: `claims_taken` is kept by compare-and-set updates; edit claims on the
     lead's judging page instead."""
 
-    list_display = ["pool", "position", "query", "stratum", "judges_needed", "claims_taken"]
+    list_display = [
+        "pool",
+        "position",
+        "query",
+        "stratum",
+        "judges_needed",
+        "claims_taken",
+        "gold_for",
+    ]
     list_filter = ["pool", "judges_needed"]
 
     def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
@@ -48,4 +56,4 @@ class ClaimAdmin(admin.ModelAdmin):
 
 @admin.register(JudgingPolicy)
 class JudgingPolicyAdmin(admin.ModelAdmin):
-    list_display = ["project", "claim_idle_minutes", "double_share"]
+    list_display = ["project", "claim_idle_minutes", "double_share", "gold_share"]

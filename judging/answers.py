@@ -15,10 +15,29 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
+from django.db.models import BooleanField
+from django.db.models.expressions import RawSQL
 
 from assay.db import aware
 
-from .models import Kind
+from .models import Judgment, Kind
+
+
+def gold_check_sql(judgment: str) -> str:
+    """SQL that is true when the judgment row aliased `judgment` is a gold check: an answer on
+    a pair of a gold unit made for the person who answered. The one statement of the rule:
+    plain SQL reads it as is, the ORM through `gold_check`."""
+    return (
+        "EXISTS (SELECT 1 FROM judging_workitem gw JOIN judging_workunit gu ON gu.id = gw.unit_id"
+        f" WHERE gw.pair_id = {judgment}.pair_id AND gu.gold_for_id = {judgment}.user_id)"
+    )
+
+
+def gold_check() -> RawSQL:
+    """`gold_check_sql` for a Judgment queryset: ``.exclude(gold_check())`` drops them."""
+    table = Judgment._meta.db_table
+    return RawSQL(gold_check_sql(table), [], output_field=BooleanField())
+
 
 # One statement, plain SQL: the dashboard reads ~100,000 rows and model objects would cost more
 # than the statistics. `max(id)` per (person, pair) is each person's latest row.
@@ -34,9 +53,7 @@ _CURRENT = (
     " JOIN annotation_document d ON d.id = p.document_id"
     " JOIN auth_user u ON u.id = j.user_id"
     " LEFT JOIN annotation_protocolversion v ON v.id = j.protocol_id"
-    " WHERE j.kind <> %s AND NOT EXISTS (SELECT 1 FROM judging_workitem w"
-    "  JOIN judging_workunit g ON g.id = w.unit_id"
-    "  WHERE w.pair_id = j.pair_id AND g.gold_for_id = j.user_id)"
+    f" WHERE j.kind <> %s AND NOT {gold_check_sql('j')}"
     " ORDER BY j.pair_id, j.id"
 )
 

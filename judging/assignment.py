@@ -73,3 +73,30 @@ def pick(candidates: Sequence[Candidate], pairings: Mapping[int, int]) -> list[C
         return times, candidate.position
 
     return sorted(candidates, key=key)
+
+
+# --- gold checks ---------------------------------------------------------------------------
+
+
+def gold_due(*, gold: int, received: int, share: float) -> bool:
+    """Whether a person's next query should be a gold check: the gold items they have received
+    fall short of `share` of every item they have received (gold ones included). Nobody's first
+    query is gold (0 < share x 0 is false), and over time gold stays within one gold query of
+    the share."""
+    return gold < share * received
+
+
+def gold_query(candidates: Sequence[int], *, user_id: int, gold: int) -> int:
+    """The query of a person's next gold check, drawn from `candidates` (query ids, in any
+    order) with a seed of the person and of how many gold items they have received: the same
+    state always draws the same query, and two people draw independently."""
+    rng = random.Random(derived_seed(user_id, f"gold/{gold}"))
+    return rng.choice(sorted(candidates))
+
+
+def gold_order(pair_ids: Sequence[int], *, user_id: int, query_id: int) -> list[int]:
+    """The display order of a gold check's pairs: shuffled, as every query's documents are, so
+    that the order says nothing about how the pairs came to be known."""
+    ordered = sorted(pair_ids)
+    random.Random(derived_seed(user_id, f"gold-order/{query_id}")).shuffle(ordered)
+    return ordered

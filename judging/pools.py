@@ -45,6 +45,7 @@ from pooling.services import (
     pool_select,
 )
 
+from .answers import gold_check_sql
 from .assignment import derived_seed, double_count, draw_double
 from .models import Claim, ClaimState, Judgment, Kind, WorkItem, WorkUnit
 from .services_claims import claim_hold, claim_state_set, place_free, place_take, policy_of
@@ -169,11 +170,13 @@ def pool_plan(
 def _open_work(pool: Pool) -> dict[Key, int]:
     """The work items of the pool's unfinished units (fewer finished claims than judges
     needed) as (query, document) -> their pair pk, in the pool's order. Finished units are
-    left out unread: a large pool is mostly finished when the next one is built."""
+    left out unread: a large pool is mostly finished when the next one is built. Gold checks
+    are nobody's work: their unanswered pairs lapse with the pool."""
     sql = (
         "SELECT p.query_id, p.document_id, p.id FROM judging_workitem w"
         " JOIN judging_workunit u ON u.id = w.unit_id JOIN pooling_pair p ON p.id = w.pair_id"
-        " WHERE u.pool_id = %s AND u.judges_needed > (SELECT count(*) FROM judging_claim c"
+        " WHERE u.pool_id = %s AND u.gold_for_id IS NULL"
+        " AND u.judges_needed > (SELECT count(*) FROM judging_claim c"
         " WHERE c.unit_id = u.id AND c.state = %s) ORDER BY u.position, w.position"
     )
     with connection.cursor() as cursor:
@@ -181,13 +184,14 @@ def _open_work(pool: Pool) -> dict[Key, int]:
         return {(q, d): pk for q, d, pk in cursor.fetchall()}
 
 
-# A grade counts while it is its judge's latest row on the pair (no later undo or other answer).
+# A grade counts while it is its judge's latest row on the pair (no later undo or other answer)
+# and is not a gold check (which is no label: `answers.current_answers` leaves it out too).
 _GRADERS = (
     "SELECT p.query_id, p.document_id, count(DISTINCT j.user_id)"
     " FROM judging_judgment j JOIN pooling_pair p ON p.id = j.pair_id"
     " WHERE p.query_id IN ({ids}) AND j.kind = %s AND NOT EXISTS ("
     "SELECT 1 FROM judging_judgment l WHERE l.user_id = j.user_id AND l.pair_id = j.pair_id"
-    " AND l.id > j.id) GROUP BY p.query_id, p.document_id"
+    f" AND l.id > j.id) AND NOT {gold_check_sql('j')} GROUP BY p.query_id, p.document_id"
 )
 
 
@@ -204,8 +208,9 @@ def _double_queries(project: Project) -> set[int]:
 
 
 def _started_queries(pool: Pool) -> set[int]:
-    """Queries of the pool somebody has claimed (whatever became of the claim)."""
-    return set(Claim.objects.filter(pool=pool).values_list("unit__query_id", flat=True))
+    """Queries of the pool somebody has claimed as work (whatever became of the claim)."""
+    claims = Claim.objects.filter(pool=pool, unit__gold_for=None)
+    return set(claims.values_list("unit__query_id", flat=True))
 
 
 def _work(
@@ -368,15 +373,17 @@ def _claims_carry(pool: Pool, previous: Pool | None, units: dict[int, WorkUnit])
     """Queries held in the previous pool (active or assigned) stay with their holders: the
     claim moves, in its state, to the query's unit in the new pool (a person holds at most one
     active claim per pool, so the new pool has one at most too). A query with no work left
-    lets its claim go as well."""
+    lets its claim go as well. A gold check is never carried: it stays as it is in the old
+    pool, and its unanswered pairs lapse."""
     if previous is None:
         return
     # Locked in the order of their ids, as an undo locks a person's claims, so that the two
     # cannot deadlock; then moved oldest first.
+    held = (ClaimState.ACTIVE, ClaimState.ASSIGNED)
     locked = list(
         Claim.objects.select_for_update(of=("self",))  # the claims only, not their units
         .select_related("unit", "user")
-        .filter(pool=previous, state__in=(ClaimState.ACTIVE, ClaimState.ASSIGNED))
+        .filter(pool=previous, state__in=held, unit__gold_for=None)
         .order_by("pk")
     )
     now = timezone.now()

@@ -4,6 +4,10 @@ and the full history of a pair. Read-only; none of it is ever shown to annotator
 Answers belong to pairs, not pools: an annotator's totals and throughput count every answer
 they gave in the project, whichever pool it was given in, so a new pool never resets them.
 Per-query progress is the current pool's units.
+
+Gold checks (units made for one person, see `WorkUnit`) are nobody's work: progress, claims and
+the per-query lists leave them out, and a unit's answers leave out gold checks made on its
+pairs. Answers and throughput count them: they are time people spent judging.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from pooling.models import Pair, Pool
 
+from .answers import gold_check
 from .models import Claim, ClaimState, Judgment, Kind, WorkItem, WorkUnit
 
 ANSWERS = (Kind.GRADE, Kind.UNSURE, Kind.SKIP)
@@ -52,7 +57,7 @@ def judging_summary(*, pool: Pool) -> list[JudgeSummary]:
             seconds[username].append(spent)
             counts[username]["last_hour"] += created >= since
     finished = dict(
-        Claim.objects.filter(pool=pool, state=ClaimState.DONE)
+        Claim.objects.filter(pool=pool, state=ClaimState.DONE, unit__gold_for=None)
         .values("user__username")
         .annotate(n=Count("pk"))
         .values_list("user__username", "n")
@@ -108,8 +113,13 @@ class StratumProgress:
     untouched: int
 
 
+def work_units(*, pool: Pool) -> QuerySet[WorkUnit]:
+    """The pool's units of work, in order: gold checks left out."""
+    return pool.units.filter(gold_for=None)
+
+
 def strata_progress(*, pool: Pool) -> list[StratumProgress]:
-    units = WorkUnit.objects.filter(pool=pool).annotate(
+    units = work_units(pool=pool).annotate(
         done=Count("claims", filter=Q(claims__state=ClaimState.DONE))
     )
     tally: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
@@ -193,16 +203,23 @@ def unit_items(*, unit: WorkUnit) -> list[ItemRow]:
         .order_by("position")
     ]
     current: dict[int, dict[str, Judgment]] = defaultdict(dict)
-    rows = Judgment.objects.filter(pair__in=pairs).select_related("user").order_by("pk")
+    rows = (
+        Judgment.objects.filter(pair__in=pairs)
+        .exclude(gold_check())
+        .select_related("user")
+        .order_by("pk")
+    )
     for judgment in rows:
         current[judgment.pair_id][judgment.user.username] = judgment
     return [ItemRow(pair, current[pair.pk]) for pair in pairs]
 
 
 def pair_history(*, pair: Pair) -> list[Judgment]:
-    """Every row ever written for the pair, in any pool, oldest first."""
+    """Every row ever written for the pair, in any pool, oldest first; `gold_check` is set on
+    the rows that are gold checks (no label)."""
     return list(
         Judgment.objects.filter(pair=pair)
+        .annotate(gold_check=gold_check())
         .select_related("user", "protocol")
         .order_by("created_at", "pk")
     )
@@ -212,7 +229,7 @@ def open_claims(*, pool: Pool) -> list[Claim]:
     """Claims a lead may release or reassign: active, assigned and expired ones."""
     states = (ClaimState.ACTIVE, ClaimState.ASSIGNED, ClaimState.EXPIRED)
     return list(
-        Claim.objects.filter(pool=pool, state__in=states)
+        Claim.objects.filter(pool=pool, state__in=states, unit__gold_for=None)
         .select_related("user", "unit__query")
         .order_by("state", "-touched_at")
     )

@@ -628,3 +628,18 @@ def judging_policy_set(
         defaults={"claim_idle_minutes": claim_idle_minutes, "double_share": double_share},
     )
     return policy
+
+
+MAX_GOLD_SHARE = 0.5  # the database's check too: beyond half, the queue would be mostly checks
+
+
+@transaction.atomic
+def gold_share_set(*, project: Project, share: float) -> JudgingPolicy:
+    """Change the share of every annotator's items that are gold checks (from their next
+    query on)."""
+    if not (math.isfinite(share) and 0.0 <= share <= MAX_GOLD_SHARE):
+        raise JudgingError(f"the gold share must be within 0–{MAX_GOLD_SHARE * 100:g} %")
+    policy, _ = JudgingPolicy.objects.update_or_create(
+        project=project, defaults={"gold_share": share}
+    )
+    return policy

@@ -17,12 +17,12 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation.models import Project
+from annotation.models import Project, Role
 from assay.db import aware, placeholders
 from pooling.models import Pool
 
-from .assignment import Candidate, pick
-from .models import HOLDING, Claim, ClaimState, JudgingPolicy, WorkUnit
+from .assignment import Candidate, gold_due, gold_order, gold_query, pick
+from .models import HOLDING, Claim, ClaimState, JudgingPolicy, WorkItem, WorkUnit
 
 BATCH = 8  # open units locked per claim attempt: enough to choose a rotating pair from
 CLAIM_ATTEMPTS = 20  # waits add up to under a second when every open unit is being claimed
@@ -95,6 +95,9 @@ def _claim_take(*, pool: Pool, user: User) -> Claim | None:
     assigned = _take_assigned(pool, user, now)
     if assigned is not None:
         return assigned
+    gold = _take_gold(pool, user, now)
+    if gold is not None:
+        return gold
     for attempt in range(CLAIM_ATTEMPTS):
         batch = _open_units(pool, user)
         if batch is None:
@@ -130,7 +133,7 @@ def _open_units(pool: Pool, user: User) -> list[WorkUnit] | None:
     work), then units they never held, then units they released (back only when nothing else
     is left). None when there is nothing for them; [] when all of it is locked right now."""
     contended = False
-    params = [pool.pk, pool.pk, user.pk]
+    params = [pool.pk, user.pk, user.pk, pool.pk, user.pk]
     for tier in _TIERS:
         batch = _rows(_OPEN_UNITS.format(tier=tier) + _locked(), params)
         if batch:
@@ -148,7 +151,13 @@ _TIERS = (
     f"u.id NOT IN ({_MINE})",
     f"u.id IN ({_MINE} AND c.state = '{ClaimState.RELEASED.value}')",
 )
-_OPEN = "FROM judging_workunit u WHERE u.pool_id = %s AND u.claims_taken < u.judges_needed"
+# Someone else's gold check is nobody's work but theirs; and a query the person has had as a
+# gold check never comes back to them as work (they have answered its gold pairs already).
+_OPEN = (
+    "FROM judging_workunit u WHERE u.pool_id = %s AND u.claims_taken < u.judges_needed"
+    " AND (u.gold_for_id = %s OR u.gold_for_id IS NULL AND u.query_id NOT IN ("
+    "SELECT g.query_id FROM judging_workunit g WHERE g.gold_for_id = %s))"
+)
 _OPEN_UNITS = (
     f"SELECT {', '.join('u.' + f for f in _UNIT_FIELDS)} {_OPEN} AND {{tier}}"
     f" ORDER BY u.position LIMIT {BATCH}"
@@ -328,10 +337,13 @@ def claim_reassign(*, claim: Claim, to: User) -> Claim:
     claim = Claim.objects.select_for_update().select_related("unit").get(pk=claim.pk)
     if claim.state not in (ClaimState.ACTIVE, ClaimState.ASSIGNED, ClaimState.EXPIRED):
         raise JudgingError("only a query being worked on, assigned or expired can be reassigned")
+    if claim.unit.gold_for_id is not None:
+        raise JudgingError("a gold check is its annotator's alone: it cannot be reassigned")
     if claim.user_id == to.pk:
         raise JudgingError(f"{to.username} already holds this query")
     theirs = Claim.objects.filter(unit=claim.unit, user=to).first()
-    if theirs is not None and theirs.state in HOLDING:
+    had_gold = WorkUnit.objects.filter(query_id=claim.unit.query_id, gold_for=to).exists()
+    if had_gold or (theirs is not None and theirs.state in HOLDING):
         raise JudgingError(f"{to.username} has already judged or holds this query")
     now = timezone.now()
     if claim.state == ClaimState.EXPIRED and not place_take(claim.unit):
@@ -341,3 +353,112 @@ def claim_reassign(*, claim: Claim, to: User) -> Claim:
     busy = Claim.objects.filter(pool_id=claim.pool_id, user=to, state=ClaimState.ACTIVE)
     state = ClaimState.ASSIGNED if busy.exists() else ClaimState.ACTIVE
     return claim_hold(claim.unit, to, now, state=state)
+
+
+# --- gold checks ---------------------------------------------------------------------------
+# A gold check is a query the person never judged, holding its gold pairs, made for them alone
+# in the current pool when their share of gold falls behind (`assignment.gold_due`), and shown
+# like any other query. Ordinary claims pay one cheap read for it (`_GOLD_GATE`); the counts
+# are read only in projects with gold items, for annotators; the rest only when one is due.
+
+GOLD_SHARE = JudgingPolicy._meta.get_field("gold_share").get_default()
+_GOLD_GATE = (
+    "SELECT COALESCE((SELECT y.gold_share FROM judging_judgingpolicy y WHERE y.project_id = %s),"
+    " %s), EXISTS (SELECT 1 FROM annotation_membership m WHERE m.project_id = %s"
+    " AND m.user_id = %s AND m.role = %s), EXISTS (SELECT 1 FROM judging_golditem g"
+    " JOIN pooling_pair p ON p.id = g.pair_id JOIN annotation_query q ON q.id = p.query_id"
+    " WHERE q.project_id = %s AND g.retired_at IS NULL)"
+)
+# Items received: the distinct pairs of every unit, in any pool of the project, the person
+# holds or has held a claim on (whatever became of the claim); gold ones, those of gold units
+# made for them. Distinct pairs, so that a query carried to a newer pool counts once.
+_RECEIVED = (
+    "SELECT c.user_id, count(DISTINCT CASE WHEN u.gold_for_id = c.user_id THEN w.pair_id END),"
+    " count(DISTINCT w.pair_id) FROM judging_claim c JOIN pooling_pool pl ON pl.id = c.pool_id"
+    " JOIN judging_workunit u ON u.id = c.unit_id JOIN judging_workitem w ON w.unit_id = u.id"
+    " WHERE pl.project_id = %s{user} GROUP BY c.user_id"
+)
+# The person's own gold units of the pool with a free place (released, expired, or dropped by
+# an undo): given back before a new one is made.
+_OWN_GOLD = (
+    f"SELECT {', '.join('u.' + f for f in _UNIT_FIELDS)} FROM judging_workunit u"
+    " WHERE u.pool_id = %s AND u.gold_for_id = %s AND u.claims_taken < u.judges_needed"
+    " ORDER BY u.position LIMIT 1"
+)
+# Active gold pairs of the queries the person has no judgment on, no claim on and no gold
+# check of: every candidate query of a gold check, with its stratum and its gold pairs.
+_GOLD_CANDIDATES = (
+    "SELECT p.query_id, q.stratum, g.pair_id FROM judging_golditem g"
+    " JOIN pooling_pair p ON p.id = g.pair_id JOIN annotation_query q ON q.id = p.query_id"
+    " WHERE q.project_id = %s AND g.retired_at IS NULL"
+    " AND NOT EXISTS (SELECT 1 FROM judging_judgment j JOIN pooling_pair jp ON jp.id = j.pair_id"
+    "  WHERE jp.query_id = p.query_id AND j.user_id = %s)"
+    " AND NOT EXISTS (SELECT 1 FROM judging_claim c JOIN judging_workunit cu ON cu.id = c.unit_id"
+    "  WHERE cu.query_id = p.query_id AND c.user_id = %s)"
+    " AND NOT EXISTS (SELECT 1 FROM judging_workunit gu"
+    "  WHERE gu.query_id = p.query_id AND gu.gold_for_id = %s)"
+)
+_NEXT_POSITION = (
+    "SELECT COALESCE(max(u.position), -1) + 1 FROM judging_workunit u WHERE u.pool_id = %s"
+)
+
+
+def gold_received(*, project_id: int, user_id: int | None = None) -> dict[int, tuple[int, int]]:
+    """Per person (or only `user_id`): (gold items received, all items received) in the
+    project's pools, as `assignment.gold_due` weighs them."""
+    sql = _RECEIVED.format(user=" AND c.user_id = %s" if user_id is not None else "")
+    params = [project_id] if user_id is None else [project_id, user_id]
+    return {user: (int(gold), int(every)) for user, gold, every in _rows(sql, params)}
+
+
+def _take_gold(pool: Pool, user: User, now: datetime) -> Claim | None:
+    """A gold check claimed for `user` when one is due; None otherwise (or when no query is
+    left that they could be checked on)."""
+    project_id = pool.project_id
+    gate = [project_id, GOLD_SHARE, project_id, user.pk, Role.ANNOTATOR.value, project_id]
+    share, annotator, any_gold = _rows(_GOLD_GATE, gate)[0]
+    if not (annotator and any_gold and share > 0):
+        return None
+    gold, received = gold_received(project_id=project_id, user_id=user.pk).get(user.pk, (0, 0))
+    if not gold_due(gold=gold, received=received, share=share):
+        return None
+    own = _rows(_OWN_GOLD + _locked(), [pool.pk, user.pk])
+    if own:
+        mine = WorkUnit.from_db(connection.alias, _UNIT_FIELDS, own[0])
+        return claim_hold(mine, user, now) if place_take(mine) else None
+    made = _gold_unit_create(pool, user, gold)
+    return claim_hold(made, user, now) if made is not None else None
+
+
+def _gold_unit_create(pool: Pool, user: User, gold: int) -> WorkUnit | None:
+    """A new gold unit for `user` in the pool, its place already taken; None when no query is
+    left to check them on."""
+    rows = _rows(_GOLD_CANDIDATES, [pool.project_id, user.pk, user.pk, user.pk])
+    pairs: dict[int, list[int]] = defaultdict(list)
+    strata: dict[int, str] = {}
+    for query_id, stratum, pair_id in rows:
+        pairs[query_id].append(pair_id)
+        strata[query_id] = stratum or ""
+    if not pairs:
+        return None
+    query_id = gold_query(list(pairs), user_id=user.pk, gold=gold)
+    if connection.features.has_select_for_update:
+        # Gold units are the only ones made after a pool is built: two made at once in the
+        # same pool would take the same position. Not FOR UPDATE: that would also wait for
+        # every claim being inserted in the pool (their foreign key checks lock the pool row).
+        _rows("SELECT id FROM pooling_pool WHERE id = %s FOR NO KEY UPDATE", [pool.pk])
+    position = int(_rows(_NEXT_POSITION, [pool.pk])[0][0])
+    unit = WorkUnit.objects.create(
+        pool=pool,
+        query_id=query_id,
+        position=position,
+        stratum=strata[query_id],
+        judges_needed=1,
+        claims_taken=1,
+        gold_for=user,
+    )
+    order = gold_order(pairs[query_id], user_id=user.pk, query_id=query_id)
+    WorkItem.objects.bulk_create(
+        WorkItem(unit=unit, pair_id=pair_id, position=i) for i, pair_id in enumerate(order)
+    )
+    return unit

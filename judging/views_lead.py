@@ -40,6 +40,7 @@ from .reports import (
     strata_progress,
     team_throughput,
     unit_items,
+    work_units,
 )
 from .services import (
     JudgingError,
@@ -169,7 +170,7 @@ def judging_overview(request: HttpRequest, slug: str) -> HttpResponse:
     }
     if pool is not None:
         summaries = judging_summary(pool=pool)
-        page = Paginator(pool.units.select_related("query"), QUERIES_PER_PAGE).get_page(
+        page = Paginator(work_units(pool=pool).select_related("query"), QUERIES_PER_PAGE).get_page(
             request.GET.get("page")
         )
         context.update(
@@ -187,7 +188,7 @@ def judging_overview(request: HttpRequest, slug: str) -> HttpResponse:
 def unit_detail(request: HttpRequest, slug: str, unit_id: int) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
     pool = pool_or_404(access)
-    unit = get_object_or_404(WorkUnit.objects.select_related("query"), pk=unit_id, pool=pool)
+    unit = get_object_or_404(work_units(pool=pool).select_related("query"), pk=unit_id)
     context = {
         "project": access.project,
         "unit": unit,
@@ -204,7 +205,8 @@ def pair_history_view(request: HttpRequest, slug: str, pair_id: int) -> HttpResp
     pair = get_object_or_404(
         Pair.objects.select_related("query", "document"), pk=pair_id, query__project=access.project
     )
-    unit = WorkUnit.objects.filter(items__pair=pair).order_by("-pool_id").first()
+    units = WorkUnit.objects.filter(items__pair=pair, gold_for=None)
+    unit = units.order_by("-pool_id").first()
     pools = pair.pool_items.select_related("pool").order_by("pool_id")
     context = {
         "project": access.project,
@@ -224,7 +226,9 @@ def _username(request: HttpRequest, field: str) -> str:
 
 
 def _claim_of(access: Access, claim_id: int) -> Claim:
-    return get_object_or_404(Claim, pk=claim_id, pool__project=access.project)
+    # A gold check is its annotator's alone: no lead releases or reassigns it.
+    claims = Claim.objects.filter(unit__gold_for=None)
+    return get_object_or_404(claims, pk=claim_id, pool__project=access.project)
 
 
 @login_required
