@@ -10,6 +10,8 @@ from rest_framework.permissions import IsAuthenticated
 
 from accounts import api as accounts_api
 from accounts import views as accounts_views
+from agreement import api as agreement_api
+from agreement import views as agreement_views
 from annotation import views as annotation_views
 from annotation import views_protocol as protocol_views
 from assay.health import healthz
@@ -98,6 +100,17 @@ urlpatterns = [
         name="judging_member_link",
     ),
     path("p/<slug:slug>/judging/policy/", judging_lead_views.policy_save, name="judging_policy"),
+    path("p/<slug:slug>/agreement/", agreement_views.agreement_page, name="agreement_dashboard"),
+    path(
+        "p/<slug:slug>/agreement/noise/",
+        evaluation_views.agreement_noise,
+        name="agreement_noise",
+    ),
+    path(
+        "p/<slug:slug>/agreement/settings/",
+        agreement_views.settings_save,
+        name="agreement_settings",
+    ),
     path("p/<slug:slug>/protocol/", protocol_views.protocol_detail, name="protocol_detail"),
     path("p/<slug:slug>/protocol/diff/", protocol_views.protocol_diff_view, name="protocol_diff"),
     path("p/<slug:slug>/protocol/edit/", protocol_views.protocol_edit, name="protocol_edit"),
@@ -147,6 +160,11 @@ urlpatterns = [
         "api/projects/<slug:slug>/judgments/",
         judging_api.JudgmentCreateView.as_view(),
         name="api_judgments",
+    ),
+    path(
+        "api/projects/<slug:slug>/agreement/",
+        agreement_api.AgreementView.as_view(),
+        name="api_agreement",
     ),
     path(
         "api/projects/<slug:slug>/protocol/ack/",

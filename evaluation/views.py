@@ -1,4 +1,4 @@
-"""Qrels download for leads."""
+"""Qrels download, and the noise floor of the agreement page, for leads."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ import io
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import render
 
+from agreement.dashboard import parse_filters
 from annotation.access import Access, project_for_lead
 
+from .noise import noise_floor
 from .services import ExportError, qrels_export
 
 
@@ -28,3 +31,17 @@ def qrels_download(request: HttpRequest, slug: str) -> HttpResponse:
     response = HttpResponse(buffer.getvalue(), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{access.project.slug}.qrels"'
     return response
+
+
+@login_required
+def agreement_noise(request: HttpRequest, slug: str) -> HttpResponse:
+    """The agreement page's noise-floor section (an htmx partial): how far judge disagreement
+    moves the gaps between the project's runs."""
+    access = _get_project_for_lead(request, slug)
+    context: dict[str, object] = {"project": access.project}
+    try:
+        context["noise"] = noise_floor(project=access.project, filters=parse_filters(request.GET))
+    except ValueError as error:
+        context["error"] = str(error)
+        return render(request, "evaluation/_noise.html", context, status=400)
+    return render(request, "evaluation/_noise.html", context)
