@@ -12,8 +12,9 @@ a row shows it as the headline, with 10,000. The matrix of people and the per-pe
 kappa and n on the page (the API adds 1,000-resample intervals to the matrix).
 
 The computed dashboard is kept in Django's cache, keyed by the project, its newest judgment and
-adjudication ids, the thresholds and the filters: a new answer or ruling changes the key, so a
-cached dashboard is never stale, and nothing is held in the process itself.
+adjudication ids (and its number of judgments), the thresholds and the filters: a new answer or
+ruling changes the key, so a cached dashboard is never stale, and nothing is held in the process
+itself.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from urllib.parse import urlencode
 
 import numpy.typing as npt
 from django.core.cache import cache
-from django.db.models import Max
+from django.db.models import Count, Max
 
 from annotation.models import Project
 from judging.answers import current_answers
@@ -188,11 +189,15 @@ def _cache_key(
     pair_resamples: int,
     gold_accuracy: Mapping[str, float] | None,
 ) -> str:
-    newest = Judgment.objects.filter(pair__query__project=project).aggregate(Max("pk"))
+    # Judgments are only added, so the newest id changes with every answer; the count also
+    # changes when some are deleted (deleting a document takes its judgments along).
+    judged = Judgment.objects.filter(pair__query__project=project)
+    newest = judged.aggregate(newest=Max("pk"), rows=Count("pk"))
     ruled = Adjudication.objects.filter(pair__query__project=project).aggregate(Max("pk"))
     parts = (
         project.pk,
-        newest["pk__max"],
+        newest["newest"],
+        newest["rows"],
         ruled["pk__max"],
         settings.min_kappa,
         settings.min_gold_accuracy,

@@ -53,8 +53,8 @@ def judge_through_api(
         body: dict[str, object] = {"item": item["id"], "idempotency_key": str(uuid.uuid4())}
         if isinstance(given, int):
             body["grade"] = given
-        else:
-            body["kind"] = given
+        else:  # a skip says why, as the judging page asks
+            body |= {"kind": given, "note": "the document is broken" if given == "skip" else ""}
         response = client.post(
             reverse("api_judgments", args=[slug]), body, content_type="application/json"
         )

@@ -13,13 +13,14 @@ two graders and nine in ten have three.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from io import StringIO
 from pathlib import Path
 
 import krippendorff
 import numpy as np
 import pytest
+from django.core.cache import cache
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
@@ -36,6 +37,16 @@ from tests.agreement_helpers import judge_through_api, release_as_lead
 from tests.conftest import DATA, make_user
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def empty_cache() -> Iterator[None]:
+    """The dashboard is cached by the newest judgment id, and ids start again in every test's
+    database: each test starts with an empty cache, as a new server would."""
+    cache.clear()
+    yield
+    cache.clear()
+
 
 MAIN = DATA / "dl19-human-reannotation" / "main" / "qrels"
 DL19 = DATA / "trec-dl-2019-passage"
