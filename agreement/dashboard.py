@@ -23,6 +23,7 @@ import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlencode
 
 import numpy.typing as npt
@@ -173,41 +174,34 @@ def agreement_dashboard(
     beside agreement when given. Raises DashboardError for a person who graded nothing here.
     """
     settings = settings_of(project)
-    key = _cache_key(project, filters, settings, pair_resamples, gold_accuracy)
+    version = judgments_version(project)
+    gold = None if gold_accuracy is None else sorted(gold_accuracy.items())
+    thresholds = (settings.min_kappa, settings.min_gold_accuracy)
+    key = cache_key("dashboard", version, filters, thresholds, pair_resamples, gold)
     found = cache.get(key)
     if isinstance(found, Dashboard):
         return found
-    dashboard = _build(project, filters, settings, pair_resamples, gold_accuracy)
+    dashboard = _build(project, filters, settings, pair_resamples, gold_accuracy, version)
     cache.set(key, dashboard, CACHE_SECONDS)
     return dashboard
 
 
-def _cache_key(
-    project: Project,
-    filters: Filters,
-    settings: AgreementSettings,
-    pair_resamples: int,
-    gold_accuracy: Mapping[str, float] | None,
-) -> str:
-    # Judgments are only added, so the newest id changes with every answer; the count also
-    # changes when some are deleted (deleting a document takes its judgments along).
+def judgments_version(project: Project) -> tuple[int, int | None, int, int | None]:
+    """What changes whenever the project's current answers or rulings may have: the newest
+    judgment id (judgments are only added), their number (deleting a document takes its
+    judgments along) and the newest adjudication id."""
     judged = Judgment.objects.filter(pair__query__project=project)
     newest = judged.aggregate(newest=Max("pk"), rows=Count("pk"))
     ruled = Adjudication.objects.filter(pair__query__project=project).aggregate(Max("pk"))
-    parts = (
-        project.pk,
-        newest["newest"],
-        newest["rows"],
-        ruled["pk__max"],
-        settings.min_kappa,
-        settings.min_gold_accuracy,
-        pair_resamples,
-        sorted(filters.as_params().items()),
-        None if gold_accuracy is None else sorted(gold_accuracy.items()),
-    )
+    return (project.pk, newest["newest"], newest["rows"], ruled["pk__max"])
+
+
+def cache_key(kind: str, version: tuple[Any, ...], filters: Filters, *more: Any) -> str:
+    """A cache key of what was computed from one version of the project's answers."""
+    parts = (version, sorted(filters.as_params().items()), more)
     # Hashed: the filters hold user text, which a cache key must not (memcached refuses
     # spaces and control characters, and keys longer than 250 bytes).
-    return "agreement-dashboard:" + hashlib.sha256(repr(parts).encode()).hexdigest()
+    return f"agreement-{kind}:" + hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
 def project_answers(project: Project, filters: Filters) -> Answers:
@@ -229,10 +223,13 @@ def _build(
     settings: AgreementSettings,
     pair_resamples: int,
     gold_accuracy: Mapping[str, float] | None,
+    version: tuple[Any, ...] = (),
 ) -> Dashboard:
     answers = project_answers(project, filters)
     judged = collect(answers, filters)
     shown = headline(judged, filters)
+    if version:  # the noise floor, loaded right after the page, needs these labels
+        cache.set(cache_key("labels", version, filters), shown.qrels(), CACHE_SECONDS)
     report = _report(shown, RESAMPLES, all_intervals=True) if shown.n else None
     everyone = collect(answers, filters.without_people()) if filters.people else judged
     return Dashboard(
@@ -391,9 +388,18 @@ def _trap_sentence(
     )
 
 
-def double_judged_qrels(*, project: Project, filters: Filters) -> tuple[Qrels, Qrels]:
+def double_judged_qrels(
+    *, project: Project, filters: Filters, version: tuple[Any, ...] | None = None
+) -> tuple[Qrels, Qrels]:
     """The headline's two sets of labels (first judge's and second's, or A's and B's) of the
-    double-judged pairs in view: what the noise floor scores runs under. Raises
-    DashboardError as `agreement_dashboard` does."""
+    double-judged pairs in view: what the noise floor scores runs under. Taken from the cache
+    when the dashboard of the same answers was just built. Raises DashboardError as
+    `agreement_dashboard` does."""
+    version = version or judgments_version(project)
+    found = cache.get(cache_key("labels", version, filters))
+    if isinstance(found, tuple):
+        return found
     answers = project_answers(project, filters)
-    return headline(collect(answers, filters), filters).qrels()
+    labels = headline(collect(answers, filters), filters).qrels()
+    cache.set(cache_key("labels", version, filters), labels, CACHE_SECONDS)
+    return labels

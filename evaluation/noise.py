@@ -15,7 +15,15 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agreement.dashboard import RELEVANCE_THRESHOLD, double_judged_qrels
+from django.core.cache import cache
+
+from agreement.dashboard import (
+    CACHE_SECONDS,
+    RELEVANCE_THRESHOLD,
+    cache_key,
+    double_judged_qrels,
+    judgments_version,
+)
 from agreement.double import Filters
 from agreement.kappa import Qrels
 from annotation.models import Project
@@ -72,11 +80,24 @@ class NoiseFloor:
 
 
 def noise_floor(*, project: Project, filters: Filters) -> NoiseFloor:
-    """Score the project's runs under both judges' labels of the double-judged pairs in view.
-    With fewer than two runs, or no double-judged pair, there is nothing to compare: the
-    floor is None. Raises `agreement.dashboard.DashboardError` for an unknown person."""
-    a_qrels, b_qrels = double_judged_qrels(project=project, filters=filters)
+    """Score the project's runs under both judges' labels of the double-judged pairs in view
+    (cached like the agreement dashboard, and by the project's runs: runs are immutable, so
+    their newest id and number say when they changed). With fewer than two runs, or no
+    double-judged pair, there is nothing to compare: the floor is None. Raises
+    `agreement.dashboard.DashboardError` for a person who graded nothing here."""
+    version = judgments_version(project)
     runs = list(project.runs.order_by("name"))
+    key = cache_key("noise", version, filters, sorted(run.pk for run in runs))
+    found = cache.get(key)
+    if isinstance(found, NoiseFloor):
+        return found
+    a_qrels, b_qrels = double_judged_qrels(project=project, filters=filters, version=version)
+    floor = _floor(runs, a_qrels, b_qrels)
+    cache.set(key, floor, CACHE_SECONDS)
+    return floor
+
+
+def _floor(runs: Sequence[Run], a_qrels: Qrels, b_qrels: Qrels) -> NoiseFloor:
     contract = Contract(rel_threshold=RELEVANCE_THRESHOLD)
     if len(runs) < 2 or not a_qrels:
         return NoiseFloor(len(runs), len(a_qrels), (), (), contract)

@@ -44,3 +44,9 @@ def subtract(value: float | None, other: float | None) -> float | None:
     if value is None or other is None:
         return None
     return value - other
+
+
+@register.filter
+def count(value: int | None) -> str:
+    """A count with thousands separated: 50,000."""
+    return "—" if value is None else f"{value:,}"
