@@ -35,13 +35,14 @@ def qrels_download(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def agreement_noise(request: HttpRequest, slug: str) -> HttpResponse:
-    """The agreement page's noise-floor section (an htmx partial): how far judge disagreement
-    moves the gaps between the project's runs."""
+    """The agreement page's noise-floor section: how far judge disagreement moves the gaps
+    between the project's runs. An htmx partial; opened on its own, a page around it."""
     access = _get_project_for_lead(request, slug)
+    template = "evaluation/_noise.html" if request.htmx else "evaluation/noise_page.html"  # type: ignore[attr-defined]
     context: dict[str, object] = {"project": access.project}
     try:
         context["noise"] = noise_floor(project=access.project, filters=parse_filters(request.GET))
     except ValueError as error:
         context["error"] = str(error)
-        return render(request, "evaluation/_noise.html", context, status=400)
-    return render(request, "evaluation/_noise.html", context)
+        return render(request, template, context, status=400)
+    return render(request, template, context)

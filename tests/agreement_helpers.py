@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+import pytest
+from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
 Answer = int | str  # a grade, or "unsure" / "skip"
+
+
+@pytest.fixture(autouse=True)
+def empty_cache() -> Iterator[None]:
+    """The dashboard is cached by the newest judgment id, and ids start again in every test's
+    database: each test starts with an empty cache, as a new server would. (Autouse in every
+    module that imports it.)"""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 def judge_through_api(

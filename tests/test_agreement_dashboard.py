@@ -4,12 +4,11 @@ the real URLs: two annotators judge through the annotator API, the lead reads.""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
@@ -22,19 +21,10 @@ from formats.trec import RunRow
 from judging.pools import pool_open
 from judging.services import judging_policy_set
 from pooling.services import run_create
-from tests.agreement_helpers import Answer, judge_through_api
+from tests.agreement_helpers import Answer, empty_cache, judge_through_api  # noqa: F401
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def empty_cache() -> Iterator[None]:
-    """The dashboard is cached by the newest judgment id, and ids start again in every test's
-    database: each test starts with an empty cache, as a new server would."""
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @dataclass
@@ -298,7 +288,11 @@ def test_it_gives_the_noise_floor_of_the_projects_runs(team: Team) -> None:
         r"can flip with who judged",
         html,
     )
-    assert "run0" in html and "run1" in html
+    assert "run0" in html and "run1" in html and "<!doctype html>" in html  # a page of its own
+    partial = team.lead.get(
+        reverse("agreement_noise", args=[team.slug]), headers={"HX-Request": "true"}
+    ).content.decode()
+    assert "<!doctype" not in partial and partial.startswith("<h2>What this agreement means")
 
 
 def test_it_says_to_upload_runs_before_a_noise_floor() -> None:

@@ -13,14 +13,13 @@ two graders and nine in ten have three.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from io import StringIO
 from pathlib import Path
 
 import krippendorff
 import numpy as np
 import pytest
-from django.core.cache import cache
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
@@ -33,19 +32,14 @@ from judging.models import Claim, Judgment
 from judging.pools import pool_open
 from judging.services import judging_policy_set
 from pooling.services import run_create
-from tests.agreement_helpers import judge_through_api, release_as_lead
+from tests.agreement_helpers import (  # noqa: F401 (empty_cache: a fixture)
+    empty_cache,
+    judge_through_api,
+    release_as_lead,
+)
 from tests.conftest import DATA, make_user
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def empty_cache() -> Iterator[None]:
-    """The dashboard is cached by the newest judgment id, and ids start again in every test's
-    database: each test starts with an empty cache, as a new server would."""
-    cache.clear()
-    yield
-    cache.clear()
 
 
 MAIN = DATA / "dl19-human-reannotation" / "main" / "qrels"
