@@ -379,7 +379,7 @@ def _trap_sentence(
     total = sum(map(sum, confusion))
     share = (sum(confusion[top]) + sum(row[top] for row in confusion)) / (2 * total)
     label = labels[top]
-    name = f"grade {label}" if isinstance(label, int) else str(label)
+    name = f"grade {label}" if isinstance(label, int) else f'"{label}"'
     return (
         f"Raw agreement is {kappa.observed:.0%}, yet kappa is only {kappa.kappa:.2f}: most of "
         f"the agreement is on {name}, which {share:.0%} of all grades are, so two judges "

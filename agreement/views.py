@@ -102,7 +102,10 @@ def _plot(dashboard: Dashboard) -> Any:
     groups += [("week", row) for row in dashboard.weeks]
     if not groups:
         return None
-    rows = [PlotInput(group, row.label, row.kappa, row.ci, row.n) for group, row in groups]
+    rows = [
+        PlotInput(group, row.label or "(no stratum)", row.kappa, row.ci, row.n)
+        for group, row in groups
+    ]
     return kappa_plot(rows, dashboard.min_kappa)
 
 

@@ -41,7 +41,10 @@ def agreement_noise(request: HttpRequest, slug: str) -> HttpResponse:
     template = "evaluation/_noise.html" if request.htmx else "evaluation/noise_page.html"  # type: ignore[attr-defined]
     context: dict[str, object] = {"project": access.project}
     try:
-        context["noise"] = noise_floor(project=access.project, filters=parse_filters(request.GET))
+        filters = parse_filters(request.GET)
+        context["noise"] = noise_floor(project=access.project, filters=filters)
+        context["a_name"] = f"{filters.a}'s" if filters.a else "the first judge's"
+        context["b_name"] = f"{filters.b}'s" if filters.b else "the second judge's"
     except ValueError as error:
         context["error"] = str(error)
         return render(request, template, context, status=400)

@@ -13,8 +13,9 @@ from django.test import Client
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
+from agreement.dashboard import trap_words
 from agreement.models import AgreementSettings
-from agreement.report import TRAP_SENTENCE
+from agreement.report import TRAP_SENTENCE, agreement_report
 from annotation.models import Project, Role
 from annotation.services import membership_set, project_create, protocol_publish
 from formats.trec import RunRow
@@ -300,3 +301,19 @@ def test_it_says_to_upload_runs_before_a_noise_floor() -> None:
     judge(team)
     html = team.lead.get(reverse("agreement_noise", args=[team.slug])).content.decode()
     assert "The project has 1 run." in html and "Upload at least two runs" in html
+
+
+def test_it_explains_the_trap_of_the_binary_kappa_beside_it() -> None:
+    # 70 pairs both 0, 10 graded 1 and 2 (relevant to both), 10 + 10 where one says relevant:
+    # raw agreement 70 % (no trap), binary 80 % with binary kappa 0.375 (the trap).
+    grades = [(0, 0)] * 70 + [(1, 2)] * 10 + [(0, 1)] * 10 + [(1, 0)] * 10
+    a = {"q": {f"d{n}": x for n, (x, _) in enumerate(grades)}}
+    b = {"q": {f"d{n}": y for n, (_, y) in enumerate(grades)}}
+    report = agreement_report(a, b, bootstrap=0, labels=(0, 1, 2, 3))
+    words = trap_words(report)
+    assert set(words) == {"kappa_binary"}
+    assert words["kappa_binary"].startswith(
+        'Raw agreement is 80%, yet kappa is only 0.38: most of the agreement is on "not '
+        'relevant", which 80% of all grades are, so two judges guessing at these rates would '
+        "already agree 68% of the time."
+    )
