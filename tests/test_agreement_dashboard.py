@@ -317,3 +317,11 @@ def test_it_explains_the_trap_of_the_binary_kappa_beside_it() -> None:
         'relevant", which 80% of all grades are, so two judges guessing at these rates would '
         "already agree 68% of the time."
     )
+
+
+def test_it_shows_the_empty_state_before_anyone_answered(team: Team) -> None:
+    status, page = team.page()
+    assert status == 200 and "No double-judged pairs yet" in page
+    assert team.api()[0] == 400
+    noise = team.lead.get(reverse("agreement_noise", args=[team.slug])).content.decode()
+    assert "No double-judged pairs in view" in noise
