@@ -22,7 +22,7 @@ from formats.trec import RunRow
 from judging.pools import pool_open
 from judging.services import judging_policy_set
 from pooling.services import run_create
-from tests.agreement_helpers import Answer, empty_cache, judge_through_api  # noqa: F401
+from tests.agreement_judging import Answer, empty_cache, judge_through_api  # noqa: F401
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db

@@ -32,7 +32,7 @@ from judging.models import Claim, Judgment
 from judging.pools import pool_open
 from judging.services import judging_policy_set
 from pooling.services import run_create
-from tests.agreement_helpers import (  # noqa: F401 (empty_cache: a fixture)
+from tests.agreement_judging import (  # noqa: F401 (empty_cache: a fixture)
     empty_cache,
     judge_through_api,
     release_as_lead,

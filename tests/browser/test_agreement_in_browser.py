@@ -11,7 +11,7 @@ from django.test import Client
 from annotation.models import Role
 from annotation.services import membership_set
 from judging.models import WorkUnit
-from tests.agreement_helpers import empty_cache, judge_through_api  # noqa: F401 (a fixture)
+from tests.agreement_judging import empty_cache, judge_through_api  # noqa: F401 (a fixture)
 from tests.browser.test_csp import log_in, watched  # noqa: F401 (a fixture)
 from tests.conftest import make_user, small_project
 
