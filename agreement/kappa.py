@@ -68,8 +68,9 @@ Unit = Literal["query", "pair"]
 Qrels = Mapping[str, Mapping[str, int]]
 
 DEFAULT_RESAMPLES = 10_000
-# Bounds the (resamples x queries) table of draws held at once, about 130 MB of int64.
-_MAX_DRAWS = 1 << 24
+# Bounds the (resamples x queries) table of draws held at once: about 8 MB of int64. Smaller
+# tables also run faster (they stay in the cache), and the draws are the same in any chunks.
+_MAX_DRAWS = 1 << 20
 
 _BANDS = (
     (0.20, "slight"),
@@ -86,11 +87,15 @@ _BANDS = (
 class Paired:
     """The labels of the (qid, docid) pairs both judges labelled, in A's order.
 
+    ``qids`` holds each pair's query: the qid itself, or any code that sorts as the qids do
+    (the query bootstrap numbers the queries in sorted order, so equal order means equal
+    resamples).
+
     ``only_a`` / ``only_b`` count the pairs only one judge labelled; they take no part in
     agreement, but a large number usually means the two files are not about the same pool.
     """
 
-    qids: npt.NDArray[np.str_]
+    qids: npt.NDArray[np.generic]
     a: IntArray
     b: IntArray
     only_a: int
@@ -435,7 +440,7 @@ def _group_multiplicities(groups: int, resamples: int, rng: np.random.Generator)
 
 
 def _query_resamples(
-    cells: IntArray, qids: npt.NDArray[np.str_], k: int, resamples: int, rng: np.random.Generator
+    cells: IntArray, qids: npt.NDArray[np.generic], k: int, resamples: int, rng: np.random.Generator
 ) -> FloatArray:
     """Confusion matrices (flattened) of query resamples: the per-query confusion counts,
     weighted by how often each query is drawn, summed by one matrix product."""

@@ -6,11 +6,12 @@ This is what the `agreement` command and the web pages print; the statistics the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .kappa import (
     DEFAULT_RESAMPLES,
@@ -58,27 +59,38 @@ _ALPHAS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
 CI_STATISTICS = ("observed", *_KAPPAS, "kappa_binary", *(f"alpha_{level}" for level in _ALPHAS))
 
 
-def _statistics(confusions: FloatArray, values: IntArray, threshold: int) -> dict[str, FloatArray]:
-    """Every statistic of confusion matrices stacked on axis 0 (``name``, and for a kappa
+def _statistics(
+    confusions: FloatArray,
+    values: IntArray,
+    threshold: int,
+    wanted: Collection[str] = CI_STATISTICS,
+) -> dict[str, FloatArray]:
+    """The statistics of confusion matrices stacked on axis 0 (``name``, and for a kappa
     ``name.observed`` and ``name.expected``): one function serves the point estimate and the
-    resamples, so the two cannot drift apart."""
+    resamples, so the two cannot drift apart. ``wanted`` limits the work to some statistics
+    (each is computed alike whatever else is wanted)."""
     binarize = binarizer(values, threshold)
     stacks = {
-        name: (confusions, disagreement_weights(len(values), w)) for name, w in _KAPPAS.items()
+        name: (confusions, disagreement_weights(len(values), w))
+        for name, w in _KAPPAS.items()
+        if name in wanted or (name == "kappa" and "observed" in wanted)
     }
-    stacks["kappa_binary"] = (binarize.T @ confusions @ binarize, disagreement_weights(2))
+    if "kappa_binary" in wanted:
+        stacks["kappa_binary"] = (binarize.T @ confusions @ binarize, disagreement_weights(2))
     stats: dict[str, FloatArray] = {}
     for name, (matrices, weights) in stacks.items():
         stats[name], stats[f"{name}.observed"], stats[f"{name}.expected"] = kappa_parts(
             matrices, weights
         )
-    stats["observed"] = stats["kappa.observed"]
+    if "kappa.observed" in stats:
+        stats["observed"] = stats["kappa.observed"]
     # Two raters who both labelled every unit: each pair adds (a, b) and (b, a), m_u - 1 = 1.
     coincidences = confusions + np.swapaxes(confusions, -2, -1)
     for level in _ALPHAS:
-        stats[f"alpha_{level}"] = alpha_from_coincidences(
-            coincidences, values.astype(np.float64), level
-        )
+        if f"alpha_{level}" in wanted:
+            stats[f"alpha_{level}"] = alpha_from_coincidences(
+                coincidences, values.astype(np.float64), level
+            )
     return stats
 
 
@@ -187,10 +199,15 @@ def _notes(report: AgreementReport) -> tuple[str, ...]:
 
 
 def _intervals(
-    paired: Paired, values: IntArray, threshold: int, settings: Bootstrap
+    paired: Paired,
+    values: IntArray,
+    threshold: int,
+    settings: Bootstrap,
+    wanted: Collection[str],
 ) -> dict[str, tuple[float, float] | None]:
-    if settings.resamples == 0:
-        return dict.fromkeys(CI_STATISTICS)
+    intervals: dict[str, tuple[float, float] | None] = dict.fromkeys(CI_STATISTICS)
+    if settings.resamples == 0 or not wanted:
+        return intervals
     confusions = bootstrap_confusions(
         paired,
         values.tolist(),
@@ -198,11 +215,21 @@ def _intervals(
         unit=settings.unit,
         seed=settings.seed,
     )
-    stats = _statistics(confusions, values, threshold)
-    return {name: percentile_interval(stats[name], settings.confidence) for name in CI_STATISTICS}
+    stats = _statistics(confusions, values, threshold, wanted)
+    for name in CI_STATISTICS:
+        if name in wanted:
+            intervals[name] = percentile_interval(stats[name], settings.confidence)
+    return intervals
 
 
-def _check_settings(bootstrap: int, unit: str, confidence: float) -> None:
+def _check_settings(
+    bootstrap: int, unit: str, confidence: float, intervals: Collection[str]
+) -> None:
+    unknown = set(intervals) - set(CI_STATISTICS)
+    if unknown:
+        raise ValueError(
+            f"no interval for {sorted(unknown)}: choose from {', '.join(CI_STATISTICS)}"
+        )
     if bootstrap < 0:
         raise ValueError(
             f"bootstrap must be 0 (no intervals) or a number of resamples, not {bootstrap}"
@@ -232,8 +259,35 @@ def agreement_report(
     ``labels``: the label set (default: the sorted union of the labels used).
     Raises ``ValueError`` when no pair is judged in both.
     """
-    _check_settings(bootstrap, unit, confidence)
-    paired = align_qrels(a_qrels, b_qrels)
+    _check_settings(bootstrap, unit, confidence, CI_STATISTICS)
+    return paired_report(
+        align_qrels(a_qrels, b_qrels),
+        threshold,
+        bootstrap,
+        unit,
+        seed,
+        labels=labels,
+        confidence=confidence,
+    )
+
+
+def paired_report(
+    paired: Paired,
+    threshold: int = 1,
+    bootstrap: int = DEFAULT_RESAMPLES,
+    unit: Unit = "query",
+    seed: int | None = 0,
+    *,
+    labels: Sequence[int] | None = None,
+    confidence: float = 0.95,
+    intervals: Collection[str] = CI_STATISTICS,
+) -> AgreementReport:
+    """:func:`agreement_report` of labels already paired (what it computes after aligning the
+    two qrels): the same numbers for the same pairs, in any order, whatever identifies the
+    queries as long as they sort as the qids do. ``intervals`` names the statistics that get a
+    bootstrap interval (the others' are None); fewer cost less and leave the rest unchanged.
+    """
+    _check_settings(bootstrap, unit, confidence, intervals)
     if paired.n == 0:
         raise ValueError(
             f"no (qid, docid) pair is judged in both: {paired.only_a} pairs only in A, "
@@ -265,7 +319,7 @@ def agreement_report(
         leniency=leniency(confusion, values.tolist()),
         recall=grade_recall(confusion, values.tolist()),
         bootstrap=settings,
-        ci=_intervals(paired, values, threshold, settings),
+        ci=_intervals(paired, values, threshold, settings, intervals),
         notes=(),
     )
     # The notes read the finished numbers, so they are added last.
@@ -274,3 +328,25 @@ def agreement_report(
 
 def _kappa_of(point: Mapping[str, float], name: str, weights: str) -> Kappa:
     return Kappa(point[name], point[f"{name}.observed"], point[f"{name}.expected"], weights)
+
+
+def confusion_statistics(
+    confusions: npt.ArrayLike,
+    labels: Sequence[int],
+    threshold: int = 1,
+    wanted: Collection[str] = ("kappa",),
+) -> dict[str, FloatArray]:
+    """The point estimates of many confusion tables at once (stacked on axis 0, rows = A,
+    over ``labels``): for each table exactly what :func:`agreement_report` reports for the
+    pairs it counts, computed by the same function, for a fraction of the cost of one report
+    per table. Only the ``wanted`` statistics (names as in ``CI_STATISTICS``)."""
+    if list(labels) != sorted(labels):
+        raise ValueError(f"labels must be in ascending order, got {list(labels)}")
+    stack = np.asarray(confusions, dtype=np.float64)
+    if stack.ndim != 3 or stack.shape[1:] != (len(labels), len(labels)):
+        raise ValueError(f"expected tables of {len(labels)} x {len(labels)}, got {stack.shape}")
+    if (stack.sum(axis=(1, 2)) <= 0).any():
+        raise ValueError("no pairs: a confusion table is empty")
+    values = np.asarray(labels, dtype=np.int64)
+    stats = _statistics(stack, values, threshold, wanted)
+    return {name: stats[name] for name in wanted}

@@ -10,6 +10,8 @@ from rest_framework.permissions import IsAuthenticated
 
 from accounts import api as accounts_api
 from accounts import views as accounts_views
+from agreement import api as agreement_api
+from agreement import views as agreement_views
 from agreement import views_adjudication as adjudication_views
 from agreement import views_gold
 from annotation import views as annotation_views
@@ -108,6 +110,17 @@ urlpatterns = [
         views_gold.gold_retire_view,
         name="gold_retire",
     ),
+    path("p/<slug:slug>/agreement/", agreement_views.agreement_page, name="agreement_dashboard"),
+    path(
+        "p/<slug:slug>/agreement/noise/",
+        evaluation_views.agreement_noise,
+        name="agreement_noise",
+    ),
+    path(
+        "p/<slug:slug>/agreement/settings/",
+        agreement_views.settings_save,
+        name="agreement_settings",
+    ),
     path("p/<slug:slug>/protocol/", protocol_views.protocol_detail, name="protocol_detail"),
     path("p/<slug:slug>/protocol/diff/", protocol_views.protocol_diff_view, name="protocol_diff"),
     path("p/<slug:slug>/protocol/edit/", protocol_views.protocol_edit, name="protocol_edit"),
@@ -168,6 +181,11 @@ urlpatterns = [
         "api/projects/<slug:slug>/judgments/",
         judging_api.JudgmentCreateView.as_view(),
         name="api_judgments",
+    ),
+    path(
+        "api/projects/<slug:slug>/agreement/",
+        agreement_api.AgreementView.as_view(),
+        name="api_agreement",
     ),
     path(
         "api/projects/<slug:slug>/protocol/ack/",

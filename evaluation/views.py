@@ -1,4 +1,4 @@
-"""Qrels download for leads."""
+"""Qrels download, and the noise floor of the agreement page, for leads."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import io
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import render
 
+from agreement.dashboard import parse_filters
 from agreement.labels import DEFAULT_POLICY, policy_of
 from annotation.access import Access, project_for_lead
 
+from .noise import noise_floor
 from .services import ExportError, qrels_export
 
 
@@ -35,3 +38,21 @@ def qrels_download(request: HttpRequest, slug: str) -> HttpResponse:
     response = HttpResponse(buffer.getvalue(), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{access.project.slug}.qrels"'
     return response
+
+
+@login_required
+def agreement_noise(request: HttpRequest, slug: str) -> HttpResponse:
+    """The agreement page's noise-floor section: how far judge disagreement moves the gaps
+    between the project's runs. An htmx partial; opened on its own, a page around it."""
+    access = _get_project_for_lead(request, slug)
+    template = "evaluation/_noise.html" if request.htmx else "evaluation/noise_page.html"  # type: ignore[attr-defined]
+    context: dict[str, object] = {"project": access.project}
+    try:
+        filters = parse_filters(request.GET)
+        context["noise"] = noise_floor(project=access.project, filters=filters)
+        context["a_name"] = f"{filters.a}'s" if filters.a else "the first judge's"
+        context["b_name"] = f"{filters.b}'s" if filters.b else "the second judge's"
+    except ValueError as error:
+        context["error"] = str(error)
+        return render(request, template, context, status=400)
+    return render(request, template, context)

@@ -45,8 +45,14 @@ def load_schema() -> schemathesis.schemas.BaseSchema:
                 {
                     # Schema-valid bodies that are still refused with 400: wrong credentials (DRF's
                     # token view), and an answer's rules that span fields (a grade for "grade",
-                    # a note for "skip"), which its description states and JSON Schema cannot.
-                    "include-path": ["/api/token/", "/api/projects/{slug}/judgments/"],
+                    # a note for "skip"), which its description states and JSON Schema cannot;
+                    # agreement over a view without double-judged pairs, or of a person who
+                    # graded nothing (its description says so).
+                    "include-path": [
+                        "/api/token/",
+                        "/api/projects/{slug}/judgments/",
+                        "/api/projects/{slug}/agreement/",
+                    ],
                     "checks": {
                         "positive_data_acceptance": {
                             "expected-statuses": ["2xx", "400", "401", "403", "404", "409"]

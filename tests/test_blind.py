@@ -56,7 +56,13 @@ def everything_bob_can_fetch(world: World, bob: Client) -> list[str]:
         response = bob.post(reverse(name, args=[slug]), headers={"HX-Request": "true"})
         assert response.status_code == 200, name
         bodies.append(response.content.decode())
-    for name in ("qrels_download", "judging_overview"):
+    for name in (
+        "qrels_download",
+        "judging_overview",
+        "agreement_dashboard",
+        "agreement_noise",
+        "api_agreement",
+    ):
         response = bob.get(reverse(name, args=[slug]))
         assert response.status_code == 403, name  # exports and lead pages stay closed
     return bodies
