@@ -10,9 +10,8 @@ answered.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection
 from django.db.models import BooleanField
@@ -40,27 +39,31 @@ def gold_check() -> RawSQL:
 
 
 # One statement, plain SQL: the dashboard reads ~100,000 rows and model objects would cost more
-# than the statistics. `max(id)` per (person, pair) is each person's latest row.
+# than the statistics. A row is its person's latest on the pair when no later row of theirs
+# exists: an anti-join PostgreSQL runs through `judgment_latest` in half the time of grouping
+# by (person, pair) for the newest id, which spilled to disk.
 _CURRENT = (
     "SELECT j.pair_id, q.qid, d.docid, q.stratum, j.user_id, u.username, j.kind, j.grade,"
     " v.number, j.created_at, j.seconds_spent, j.note"
-    " FROM judging_judgment j"
-    " JOIN (SELECT l.user_id, l.pair_id, max(l.id) AS id FROM judging_judgment l"
-    "  JOIN pooling_pair lp ON lp.id = l.pair_id JOIN annotation_query lq ON lq.id = lp.query_id"
-    "  WHERE lq.project_id = %s{pair} GROUP BY l.user_id, l.pair_id) latest ON latest.id = j.id"
-    " JOIN pooling_pair p ON p.id = j.pair_id"
-    " JOIN annotation_query q ON q.id = p.query_id"
+    " FROM annotation_query q"
+    " JOIN pooling_pair p ON p.query_id = q.id"
+    " JOIN judging_judgment j ON j.pair_id = p.id"
     " JOIN annotation_document d ON d.id = p.document_id"
     " JOIN auth_user u ON u.id = j.user_id"
     " LEFT JOIN annotation_protocolversion v ON v.id = j.protocol_id"
-    f" WHERE j.kind <> %s AND NOT {gold_check_sql('j')}"
+    " WHERE q.project_id = %s{pair} AND j.kind <> %s AND NOT EXISTS (SELECT 1"
+    "  FROM judging_judgment l WHERE l.user_id = j.user_id AND l.pair_id = j.pair_id"
+    "  AND l.id > j.id)"
+    f" AND NOT {gold_check_sql('j')}"
     " ORDER BY j.pair_id, j.id"
 )
 
 
-@dataclass(frozen=True)
-class CurrentAnswer:
-    """One person's current answer on one pair (``grade`` is None unless ``kind`` is grade)."""
+class CurrentAnswer(NamedTuple):
+    """One person's current answer on one pair (``grade`` is None unless ``kind`` is grade).
+
+    A named tuple, not a dataclass: 100,000 of them are made per read of a big project, and a
+    tuple is made from its row at once."""
 
     pair_id: int
     qid: str
@@ -81,7 +84,7 @@ def current_answers(*, project_id: int, pair_id: int | None = None) -> list[Curr
     `pair_id`), gold checks left out, by pair and then in the order they were given. Undone
     pairs have no current answer."""
     one_pair = [] if pair_id is None else [pair_id]
-    sql = _CURRENT.format(pair=" AND l.pair_id = %s" if one_pair else "")
+    sql = _CURRENT.format(pair=" AND p.id = %s" if one_pair else "")
     with connection.cursor() as cursor:
         cursor.execute(sql, [project_id, *one_pair, Kind.UNDO.value])
         rows = cursor.fetchall()
@@ -89,6 +92,6 @@ def current_answers(*, project_id: int, pair_id: int | None = None) -> list[Curr
 
 
 def _answer(*row: Any) -> CurrentAnswer:
-    values = list(row)
-    values[9] = aware(values[9])  # answered_at
-    return CurrentAnswer(*values)
+    answer = CurrentAnswer._make(row)
+    when = aware(answer.answered_at)
+    return answer if when is answer.answered_at else answer._replace(answered_at=when)
