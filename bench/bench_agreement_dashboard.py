@@ -381,13 +381,14 @@ def _read_pieces(project_id: int) -> dict[str, float]:
     from judging.models import Kind
 
     params: list[Any] = [project_id, Kind.UNDO.value]
+    sql = _CURRENT.format(pair="")  # every pair of the project
     with connection.cursor() as cursor:
         start = time.perf_counter()
-        cursor.execute(f"SELECT count(*) FROM ({_CURRENT}) AS answers", params)
+        cursor.execute(f"SELECT count(*) FROM ({sql}) AS answers", params)
         cursor.fetchall()
         server = time.perf_counter() - start
         start = time.perf_counter()
-        cursor.execute(_CURRENT, params)
+        cursor.execute(sql, params)
         cursor.fetchall()
         fetched = time.perf_counter() - start
     return {

@@ -11,7 +11,7 @@ answered.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from django.db import connection
 from django.db.models import BooleanField
@@ -88,10 +88,7 @@ def current_answers(*, project_id: int, pair_id: int | None = None) -> list[Curr
     with connection.cursor() as cursor:
         cursor.execute(sql, [project_id, *one_pair, Kind.UNDO.value])
         rows = cursor.fetchall()
-    return [_answer(*row) for row in rows]
-
-
-def _answer(*row: Any) -> CurrentAnswer:
-    answer = CurrentAnswer._make(row)
-    when = aware(answer.answered_at)
-    return answer if when is answer.answered_at else answer._replace(answered_at=when)
+    answers = list(map(CurrentAnswer._make, rows))
+    if answers and aware(answers[0].answered_at) is answers[0].answered_at:
+        return answers  # the driver hands timestamps back aware (PostgreSQL): all of them
+    return [a._replace(answered_at=aware(a.answered_at)) for a in answers]
