@@ -76,6 +76,10 @@ class AgreementOut(serializers.Serializer):
     unsure_or_skipped = serializers.IntegerField(
         help_text="unsure or skipped current answers in view, left out of every number"
     )
+    prevalence = serializers.DictField(
+        child=serializers.ListField(child=serializers.FloatField()),
+        help_text="share of each label (in `labels` order) among A's grades, B's and both",
+    )
     alpha_ordinal_all_raters = serializers.FloatField(
         allow_null=True,
         help_text="Krippendorff's ordinal alpha over every grader of every double-judged pair "
@@ -107,8 +111,8 @@ class AgreementView(APIView):
             "The JSON of `manage.py agreement --labels 0,1,2,3 --format json` for the "
             "project's double-judged pairs: first grader against second, or `a` against "
             "`b` on every pair both graded; 10,000 query resamples, seed 0. Then `pairs` "
-            "(every two people), `strata`, `unsure_or_skipped` and, with more than two "
-            "raters, Krippendorff's ordinal alpha over all of them "
+            "(every two people), `strata`, `unsure_or_skipped`, `prevalence` and, with more "
+            "than two raters, Krippendorff's ordinal alpha over all of them "
             "(`alpha_ordinal_all_raters`; `alpha_ordinal` stays the two judges' of the "
             f"headline). Breakdown intervals use {BREAKDOWN_RESAMPLES:,} resamples. 400 for "
             "a person who graded nothing in the project or a view with no pairs."
@@ -137,6 +141,7 @@ class AgreementView(APIView):
         body["strata"] = {row.label: _breakdown(row) for row in dashboard.strata}
         body["unsure_or_skipped"] = dashboard.unsure_or_skipped
         body["alpha_ordinal_all_raters"] = dashboard.alpha_all
+        body["prevalence"] = dashboard.report.prevalence()
         return Response(AgreementOut(body).data)
 
 

@@ -32,6 +32,8 @@ from django.db.models import Count, Max
 
 from annotation.models import Project
 from judging.answers import current_answers
+from judging.gold import gold_accuracy as gold_accuracy_of
+from judging.gold import gold_checks
 from judging.models import Grade, Judgment
 
 from .double import (
@@ -127,7 +129,6 @@ class Dashboard:
     protocols: tuple[Row, ...]
     weeks: tuple[Row, ...]
     people: tuple[PersonRow, ...]
-    gold_wired: bool
     resamples: int = RESAMPLES
     breakdown_resamples: int = BREAKDOWN_RESAMPLES
 
@@ -175,7 +176,9 @@ def agreement_dashboard(
     """
     settings = settings_of(project)
     version = judgments_version(project)
-    gold = None if gold_accuracy is None else sorted(gold_accuracy.items())
+    if gold_accuracy is None:
+        gold_accuracy = gold_rates(project)
+    gold = sorted(gold_accuracy.items())
     thresholds = (settings.min_kappa, settings.min_gold_accuracy)
     key = cache_key("dashboard", version, filters, thresholds, pair_resamples, gold)
     found = cache.get(key)
@@ -184,6 +187,13 @@ def agreement_dashboard(
     dashboard = _build(project, filters, settings, pair_resamples, gold_accuracy, version)
     cache.set(key, dashboard, CACHE_SECONDS)
     return dashboard
+
+
+def gold_rates(project: Project) -> dict[str, float]:
+    """Each annotator's accuracy on the gold checks they answered (people without any are
+    absent): the figure the gold page draws per week, here overall."""
+    people = gold_accuracy_of(gold_checks(project_id=project.pk))
+    return {p.username: p.overall.rate for p in people if p.overall.rate is not None}
 
 
 def judgments_version(project: Project) -> tuple[int, int | None, int, int | None]:
@@ -248,7 +258,6 @@ def _build(
         protocols=_protocol_rows(answers, filters),
         weeks=_rows(shown.by_week(), filters, None),
         people=_people(everyone, settings, gold_accuracy or {}),
-        gold_wired=gold_accuracy is not None,
     )
 
 

@@ -123,6 +123,17 @@ class AgreementReport:
     def band(self) -> str:
         return landis_koch(self.unweighted.kappa)
 
+    def prevalence(self) -> dict[str, list[float]]:
+        """Share of each label (in ``labels`` order) among A's grades, B's, and both together:
+        what chance agreement is made of, and why a rare grade makes kappa fragile."""
+        matrix = np.array(self.confusion, dtype=np.float64)
+        of_a, of_b = matrix.sum(axis=1) / self.n, matrix.sum(axis=0) / self.n
+        return {
+            "a": of_a.tolist(),
+            "b": of_b.tolist(),
+            "both": ((of_a + of_b) / 2).tolist(),
+        }
+
     def as_dict(self) -> dict[str, Any]:
         """The stable JSON shape of ``manage.py agreement --format json``; NaN becomes None."""
         kappas = {"kappa": self.unweighted, "kappa_linear": self.linear}

@@ -86,6 +86,9 @@ def _context(dashboard: Dashboard) -> dict[str, Any]:
             (row, heatmap(row.person.confusion, (0, 1, 2, 3), cell=16)) for row in dashboard.people
         ],
         "trap": trap_words(report) if report else None,
+        "prevalence": list(zip(report.labels, report.prevalence()["both"], strict=True))
+        if report
+        else [],
         "breakdown_resamples": BREAKDOWN_RESAMPLES,
         "filters_query": urlencode(dashboard.filters.as_params()),
         "a_name": dashboard.filters.a or "A",

@@ -19,8 +19,10 @@ from agreement.report import TRAP_SENTENCE, agreement_report
 from annotation.models import Project, Role
 from annotation.services import membership_set, project_create, protocol_publish
 from formats.trec import RunRow
+from judging.models import GoldItem, Judgment, WorkItem, WorkUnit
 from judging.pools import pool_open
 from judging.services import judging_policy_set
+from pooling.models import Pair, Pool
 from pooling.services import run_create
 from tests.agreement_judging import Answer, empty_cache, judge_through_api  # noqa: F401
 from tests.conftest import make_user
@@ -265,10 +267,31 @@ def test_it_saves_the_thresholds_and_flags_by_them(team: Team) -> None:
     assert AgreementSettings.objects.get(project=team.project).min_kappa == 0.99
 
 
-def test_it_leaves_a_marked_column_for_gold_accuracy(team: Team) -> None:
+def test_it_shows_and_flags_accuracy_on_gold_checks(team: Team) -> None:
     judge(team)
+    # Alice gets two gold checks on a query of their own, one answered right, one wrong.
+    lead = User.objects.get(username="lena")
+    alice = User.objects.get(username="alice")
+    query = team.project.queries.create(qid="gold-q", text="a gold query")
+    pool = Pool.objects.filter(project=team.project).latest("pk")
+    unit = WorkUnit.objects.create(
+        pool=pool, query=query, position=10_000, gold_for=alice, claims_taken=1
+    )
+    for position, (grade, answered) in enumerate(((2, 2), (3, 0))):
+        document = team.project.documents.create(docid=f"gold-d{position}", text="gold text")
+        pair = Pair.objects.create(query=query, document=document)
+        GoldItem.objects.create(pair=pair, grade=grade, source="lead", marked_by=lead)
+        WorkItem.objects.create(unit=unit, pair=pair, position=position)
+        Judgment.objects.create(pair=pair, user=alice, grade=answered, seconds_spent=2.0)
+
     _, page = team.page()
-    assert 'Gold accuracy<br><span class="muted">not wired in yet</span>' in page
+
+    row = re.search(r"<tr[^>]*>\s*<td>alice</td>.*?</tr>", page, re.DOTALL)
+    assert row is not None
+    assert '<td class="num gold">50%</td>' in row.group(0)
+    assert '<span class="flag">gold accuracy below 70%</span>' in row.group(0)
+    bob_row = re.search(r"<tr[^>]*>\s*<td>bob</td>.*?</tr>", page, re.DOTALL)
+    assert bob_row is not None and '<td class="num gold">—</td>' in bob_row.group(0)
 
 
 def test_it_escapes_what_people_typed(team: Team) -> None:

@@ -165,6 +165,9 @@ def test_it_equals_scikit_learn_and_krippendorff_on_real_reannotations(judged, t
     for weights in ("linear", "quadratic"):
         expected = cohen_kappa_score(first, second, labels=LABELS, weights=weights)
         assert body[f"kappa_{weights}"] == pytest.approx(expected)
+    shares = [np.bincount(g, minlength=4) / len(g) for g in (first, second)]
+    assert body["prevalence"]["a"] == pytest.approx(shares[0].tolist())
+    assert body["prevalence"]["both"] == pytest.approx(((shares[0] + shares[1]) / 2).tolist())
     relevant = (np.array(first) >= 1, np.array(second) >= 1)
     assert body["kappa_binary"] == pytest.approx(cohen_kappa_score(*relevant))
     two = np.array([first, second], dtype=float)
