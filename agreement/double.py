@@ -60,7 +60,7 @@ class AnswerLike(Protocol):
     @property
     def protocol(self) -> int | None: ...
     @property
-    def answered_at(self) -> datetime: ...
+    def at(self) -> float: ...
     @property
     def seconds(self) -> float: ...
 
@@ -147,7 +147,7 @@ class Answers:
             user=user,
             grade=np.fromiter(grades, np.int64, n),
             protocol=np.fromiter(versions, np.int64, n),
-            at=np.fromiter(map(datetime.timestamp, column("answered_at")), np.float64, n),
+            at=np.fromiter(column("at"), np.float64, n),
             seconds=np.fromiter(column("seconds"), np.float64, n),
             graded=np.fromiter((kind == GRADE for kind in kinds), np.bool_, n),
             not_graded=np.fromiter((kind in NOT_A_GRADE for kind in kinds), np.bool_, n),

@@ -377,11 +377,11 @@ def _read_pieces(project_id: int) -> dict[str, float]:
     on the server), then the rows fetched into Python tuples."""
     from django.db import connection
 
-    from judging.answers import _CURRENT
+    from judging.answers import current_sql
     from judging.models import Kind
 
     params: list[Any] = [project_id, Kind.UNDO.value]
-    sql = _CURRENT.format(pair="")  # every pair of the project
+    sql = current_sql()  # every pair of the project
     with connection.cursor() as cursor:
         start = time.perf_counter()
         cursor.execute(f"SELECT count(*) FROM ({sql}) AS answers", params)

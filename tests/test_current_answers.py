@@ -40,4 +40,7 @@ def test_it_reads_each_persons_latest_answer_and_leaves_gold_checks_out(world: W
         (third.pk, "bob", "grade", 0),
     ]
     assert all(isinstance(r.answered_at, datetime) and r.answered_at.tzinfo for r in rows)
+    # The time comes as a number from the database, and back to the microsecond.
+    latest = {(j.pair_id, j.user.username): j.created_at for j in Judgment.objects.order_by("pk")}
+    assert [r.answered_at for r in rows] == [latest[r.pair_id, r.username] for r in rows]
     assert rows[0].qid == first.query.qid and rows[0].docid == first.document.docid

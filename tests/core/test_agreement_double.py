@@ -54,8 +54,8 @@ class A:
         return f"d{self.pair_id}"
 
     @property
-    def answered_at(self) -> datetime:
-        return T0 + timedelta(minutes=self.minutes)
+    def at(self) -> float:
+        return (T0 + timedelta(minutes=self.minutes)).timestamp()
 
 
 def rows(compared: object) -> list[tuple[str, str, int, int]]:
