@@ -35,7 +35,7 @@ def test_the_lead_reads_agreement_in_the_browser(live_server, watched) -> None: 
         judge_through_api(client, project.slug, _grades(bias))
 
     log_in(page, live_server, "lena", f"/p/{project.slug}/")
-    page.get_by_role("link", name="Agreement").click()
+    page.get_by_role("link", name="Agreement", exact=True).click()
     page.locator("#kappa").wait_for()
     assert page.locator("svg.heatmap").first.is_visible()
     assert page.locator("svg.kappa-plot").is_visible()
