@@ -146,6 +146,7 @@ urlpatterns = [
         name="adjudication_promote",
     ),
     path("p/<slug:slug>/jobs/<int:job_id>/retry/", jobs_views.job_retry_view, name="job_retry"),
+    path("p/<slug:slug>/jobs/<int:job_id>/cancel/", jobs_views.job_cancel_view, name="job_cancel"),
     path(
         "p/<slug:slug>/jobs/<int:job_id>/discard/", jobs_views.job_discard_view, name="job_discard"
     ),

@@ -16,6 +16,10 @@ class JobLost(RuntimeError):
     """This attempt no longer owns its job (reaped and run elsewhere, or discarded)."""
 
 
+class JobCancelled(RuntimeError):
+    """A lead cancelled the job: the handler stops where it is; what it stored stays."""
+
+
 class QueueUnavailable(RuntimeError):
     """The task queue could not be reached; the job was withdrawn (no row, no file)."""
 

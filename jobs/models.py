@@ -5,7 +5,7 @@ A job is a small state machine that always ends::
     queued ──claim──► running ──► done
       ▲                  │ └────► failed   (bad input: for good; a defect or used-up
       └── transient ─────┘                  attempts: retryable from the page)
-          error / reaper                  discarded (abandoned by a lead)
+          error / reaper                  discarded (abandoned or cancelled by a lead)
 
 Each app's record of the work (a search log, a pool) points at its job; the job names its
 handler by dotted path, so this app imports no app above it.
@@ -48,6 +48,9 @@ class Job(models.Model):
     params = models.JSONField(default=dict)
     result = models.JSONField(null=True, blank=True)
     files = models.JSONField(default=list, help_text="files the job owns, removed when it ends")
+    cancel_requested = models.BooleanField(
+        default=False, help_text="a lead asked to stop it; the handler stops at its next check"
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

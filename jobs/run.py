@@ -27,7 +27,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .errors import JobInputError, JobLost
+from .errors import JobCancelled, JobInputError, JobLost
 from .models import Job, JobState
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,8 @@ def _attempt(job: Job, beat: Heartbeat | None) -> float | None:
         log.warning("job %s: attempt %s lost the job to another; stopped", job.pk, job.attempts)
     except JobInputError as error:
         _end(job, JobState.FAILED, error=str(error), retryable=False)
+    except JobCancelled as error:
+        _end(job, JobState.DISCARDED, message=(str(error) or "cancelled")[:500], retryable=False)
     except TRANSIENT as error:
         return _transient(job, error)
     except SoftTimeLimitExceeded:
@@ -149,6 +151,13 @@ def job_keep_result(job: Job, result: dict[str, Any]) -> None:
     if not _owned(job).update(result=result):
         raise JobLost(f"job {job.pk} is no longer this attempt's")
     job.result = result
+
+
+def job_check_cancel(job: Job) -> None:
+    """Raise JobCancelled when a lead asked to stop the job: a handler calls it between steps,
+    so work already stored is kept and a later run resumes after it."""
+    if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
+        raise JobCancelled("cancelled by a lead; the work stored before is kept")
 
 
 def files_remove(job: Job) -> None:

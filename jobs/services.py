@@ -84,6 +84,20 @@ def job_discard(*, job: Job) -> None:
     files_remove(job)
 
 
+def job_cancel(*, job: Job) -> None:
+    """Stop a queued or running job: a queued one ends `discarded` at once; a running one is
+    asked to stop, and its handler ends it at its next check (`run.job_check_cancel`)."""
+    now = timezone.now()
+    if Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
+        state=JobState.DISCARDED, cancel_requested=True, message="cancelled before it started",
+        finished_at=now, retryable=False,
+    ):  # fmt: skip
+        files_remove(job)
+        return
+    if not Job.objects.filter(pk=job.pk, state=JobState.RUNNING).update(cancel_requested=True):
+        raise JobStateError("only a queued or running job can be cancelled")
+
+
 @dataclass
 class Reaped:
     """What one pass of the reaper did, by job id."""

@@ -14,7 +14,7 @@ from annotation.access import Access, project_for_lead
 
 from .errors import JobStateError, QueueUnavailable
 from .models import Job
-from .services import job_discard, job_retry
+from .services import job_cancel, job_discard, job_retry
 
 
 def _get_project_for_lead(request: HttpRequest, slug: str) -> Access:
@@ -46,6 +46,20 @@ def job_discard_view(request: HttpRequest, slug: str, job_id: int) -> HttpRespon
         messages.error(request, str(error))
     else:
         messages.info(request, f"The failed {job.label} was discarded.")
+    return redirect(_back(request, slug))
+
+
+@login_required
+@require_POST
+def job_cancel_view(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
+    access = _get_project_for_lead(request, slug)
+    job = get_object_or_404(Job, pk=job_id, project=access.project)
+    try:
+        job_cancel(job=job)
+    except JobStateError as error:
+        messages.error(request, str(error))
+    else:
+        messages.info(request, f"The {job.label} was asked to stop; what it stored is kept.")
     return redirect(_back(request, slug))
 
 

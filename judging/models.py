@@ -266,3 +266,258 @@ class GoldItem(models.Model):
 
     def __str__(self) -> str:
         return f"gold {self.pair}: {self.grade}"
+
+
+# --------------------------------------------------------------------------- the LLM judge
+
+
+class JudgeKind(models.TextChoices):
+    ENDPOINT = "endpoint", "an OpenAI-compatible endpoint"
+    EXTERNAL = "external", "labels imported from a file"
+
+
+class LLMJudge(models.Model):
+    """A lead's configuration of an LLM judge. What can change its answers is hashed into a
+    `JudgeVersion` when it judges; editing the configuration therefore makes a new version,
+    and a new version has no calibration.
+
+    The API key is never stored: `api_key_env` names the environment variable (or mounted
+    secret) the worker reads it from.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="llm_judges")
+    name = models.SlugField(max_length=64)
+    kind = models.CharField(max_length=16, choices=JudgeKind.choices, default=JudgeKind.ENDPOINT)
+    base_url = models.CharField(max_length=500, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="environment variable holding the API key"
+    )
+    prompt_template = models.TextField(
+        blank=True, help_text="the prompt template; empty = the built-in template"
+    )
+    reasoning = models.BooleanField(
+        default=False, help_text="ask for UMBRELA-style step-by-step reasoning before the grade"
+    )
+    temperature = models.FloatField(default=0.0)
+    concurrency = models.PositiveSmallIntegerField(default=8)
+    timeout = models.FloatField(default=60.0, help_text="seconds per call")
+    max_retries = models.PositiveSmallIntegerField(
+        default=4, help_text="retries of a call after 429, 5xx or a timeout"
+    )
+    price_input = models.FloatField(
+        null=True, blank=True, help_text="price per million input tokens (for cost reports)"
+    )
+    price_output = models.FloatField(
+        null=True, blank=True, help_text="price per million output tokens (for cost reports)"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="llm_judge_name_once"),
+            models.CheckConstraint(
+                condition=Q(concurrency__gte=1) & Q(concurrency__lte=256),
+                name="llm_concurrency_1_to_256",
+            ),
+            models.CheckConstraint(condition=Q(timeout__gt=0), name="llm_timeout_positive"),
+            models.CheckConstraint(condition=Q(max_retries__lte=10), name="llm_retries_at_most_10"),
+            models.CheckConstraint(
+                condition=Q(temperature__gte=0) & Q(temperature__lte=2),
+                name="llm_temperature_0_to_2",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}/{self.name}"
+
+
+class JudgeVersion(models.Model):
+    """One version of a judge: the hash of everything that can change its answers (endpoint,
+    model, prompt template, protocol version, parameters; for an external judge, the labels
+    file). `config` is what was hashed, without secrets, for people to read."""
+
+    judge = models.ForeignKey(LLMJudge, on_delete=models.CASCADE, related_name="versions")
+    digest = models.CharField(max_length=64)
+    protocol = models.ForeignKey(
+        ProtocolVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    config = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["judge", "digest"], name="judge_version_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge} @{self.digest[:10]}"
+
+    @property
+    def short(self) -> str:
+        return self.digest[:10]
+
+
+class LLMStatus(models.TextChoices):
+    OK = "ok", "graded"
+    PARSE_FAILURE = "parse_failure", "unparseable answer"
+    FAILED = "failed", "call failed"
+
+
+class LLMJudgment(models.Model):
+    """One call of a judge version on one pair: one row per (version, pair, repeat), so a
+    retried or redelivered task never calls twice for a pair that has an answer and never
+    stores two. `repeat` 1 is the test-retest call of calibration. A parse failure or a
+    failed call has no grade: it is stored as missing, never guessed."""
+
+    version = models.ForeignKey(JudgeVersion, on_delete=models.CASCADE, related_name="judgments")
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="llm_judgments")
+    repeat = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=LLMStatus.choices)
+    grade = models.PositiveSmallIntegerField(choices=Grade.choices, null=True, blank=True)
+    reason = models.TextField(blank=True)
+    raw = models.TextField(blank=True, help_text="the response as received")
+    error = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["version", "pair", "repeat"], name="llm_judgment_once"),
+            models.CheckConstraint(condition=Q(grade__lte=3), name="llm_grade_0_to_3"),
+            models.CheckConstraint(
+                condition=Q(status="ok", grade__isnull=False)
+                | (~Q(status="ok") & Q(grade__isnull=True)),
+                name="llm_grade_iff_ok",
+            ),
+            models.CheckConstraint(condition=Q(repeat__lte=1), name="llm_repeat_0_or_1"),
+        ]
+        indexes = [models.Index(fields=["pair"], name="llm_judgment_pair")]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.version} on {self.pair}: {self.grade if self.status == 'ok' else self.status}"
+        )
+
+
+class Calibration(models.Model):
+    """A calibration of a judge version against the humans; the latest row of a version
+    stands. `report` holds every figure (the `llm_judge calibrate --format json` shape),
+    `thresholds` the gate settings it was decided under, `reasons` the failed conditions."""
+
+    version = models.ForeignKey(JudgeVersion, on_delete=models.CASCADE, related_name="calibrations")
+    n = models.PositiveIntegerField()
+    passed = models.BooleanField()
+    reasons = models.JSONField(default=list)
+    report = models.JSONField(default=dict)
+    thresholds = models.JSONField(default=dict)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["version", "-id"], name="calibration_latest")]
+
+    def __str__(self) -> str:
+        return f"calibration of {self.version}: {'passed' if self.passed else 'refused'}"
+
+
+class JudgeSettings(models.Model):
+    """The gate's conditions and the LLM judge's shares, per project (defaults without a row)."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="judge_settings")
+    min_pairs = models.PositiveIntegerField(default=100)
+    ceiling_margin = models.FloatField(
+        default=0.05, help_text="kappa(LLM, humans) must reach the humans' kappa minus this"
+    )
+    kappa_floor = models.FloatField(default=0.30)
+    max_mean_diff = models.FloatField(default=0.3, help_text="largest |mean grade difference|")
+    ratio_low = models.FloatField(default=0.8, help_text="lowest positive rate ratio")
+    ratio_high = models.FloatField(default=1.25, help_text="highest positive rate ratio")
+    min_recall = models.FloatField(default=0.7, help_text="recall of the relevant class")
+    max_parse_failures = models.FloatField(default=0.02)
+    min_tau = models.FloatField(default=0.8, help_text="Kendall's tau of system rankings")
+    relevance_threshold = models.PositiveSmallIntegerField(
+        default=2, help_text="grade from which a pair counts as relevant for the gate"
+    )
+    retest_sample = models.PositiveIntegerField(
+        default=50, help_text="pairs asked twice to measure test-retest agreement"
+    )
+    prefilter_threshold = models.PositiveSmallIntegerField(
+        default=1, help_text="pre-filter: humans review the pairs the judge graded this or more"
+    )
+    audit_share = models.FloatField(
+        default=0.10, help_text="pre-filter: share of the rest humans review as an audit"
+    )
+    human_only_share = models.FloatField(
+        default=0.10, help_text="share of queries, per stratum, no judge ever labels"
+    )
+
+    class Meta:
+        verbose_name_plural = "judge settings"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(audit_share__gte=0) & Q(audit_share__lte=1), name="audit_share_0_to_1"
+            ),
+            models.CheckConstraint(
+                condition=Q(human_only_share__gte=0) & Q(human_only_share__lte=1),
+                name="human_only_share_0_to_1",
+            ),
+            models.CheckConstraint(
+                condition=Q(max_parse_failures__gte=0) & Q(max_parse_failures__lte=1),
+                name="parse_failures_0_to_1",
+            ),
+            models.CheckConstraint(
+                condition=Q(relevance_threshold__gte=1) & Q(relevance_threshold__lte=3),
+                name="relevance_threshold_1_to_3",
+            ),
+            models.CheckConstraint(
+                condition=Q(prefilter_threshold__gte=1) & Q(prefilter_threshold__lte=3),
+                name="prefilter_threshold_1_to_3",
+            ),
+            models.CheckConstraint(
+                condition=Q(ratio_low__lte=F("ratio_high")), name="ratio_low_below_high"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"judge settings of {self.project}"
+
+
+class HumanOnlyQuery(models.Model):
+    """A query of the human-only slice: no judge ever labels its pairs, kept forever. Drawn
+    per stratum; later queries top the slice up, earlier members never leave it."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    query = models.OneToOneField(Query, on_delete=models.CASCADE, related_name="human_only")
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"human-only {self.query}"
+
+
+class Screening(models.Model):
+    """A pair a judge version graded below the pre-filter threshold. An audit pair (drawn at
+    the project's audit share) stays with the humans, whose grades then measure what the
+    pre-filter misses; any other screened pair is taken out of human work."""
+
+    version = models.ForeignKey(JudgeVersion, on_delete=models.CASCADE, related_name="screenings")
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="screenings")
+    audit = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["version", "pair"], name="screening_once"),
+        ]
+        indexes = [models.Index(fields=["pair"], name="screening_pair")]
+
+    def __str__(self) -> str:
+        return f"{self.pair} screened by {self.version}{' (audit)' if self.audit else ''}"
