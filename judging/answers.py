@@ -60,8 +60,8 @@ _CURRENT = (
     " WHERE q.project_id = %s{pair} AND j.kind <> %s AND NOT EXISTS (SELECT 1"
     "  FROM judging_judgment l WHERE l.user_id = j.user_id AND l.pair_id = j.pair_id"
     "  AND l.id > j.id)"
-    f" AND NOT {gold_check_sql('j')}"
-    " ORDER BY j.pair_id, j.id"
+    " AND {gold}{check}"
+    " ORDER BY {order}"
 )
 
 
@@ -89,18 +89,28 @@ class CurrentAnswer(NamedTuple):
         return datetime.fromtimestamp(self.at, UTC)
 
 
-def current_answers(*, project_id: int, pair_id: int | None = None) -> list[CurrentAnswer]:
+def current_answers(
+    *, project_id: int, pair_id: int | None = None, gold: bool = False
+) -> list[CurrentAnswer]:
     """Every person's current answer on every pair of the project (or on the one pair
     `pair_id`), gold checks left out, by pair and then in the order they were given. Undone
-    pairs have no current answer."""
+    pairs have no current answer. With `gold`, the other way round: only the gold checks,
+    oldest first."""
     one_pair = [] if pair_id is None else [pair_id]
-    sql = current_sql(pair=" AND p.id = %s" if one_pair else "")
+    sql = current_sql(pair=" AND p.id = %s" if one_pair else "", gold=gold)
     with connection.cursor() as cursor:
         cursor.execute(sql, [project_id, *one_pair, Kind.UNDO.value])
         rows = cursor.fetchall()
     return list(map(CurrentAnswer._make, rows))
 
 
-def current_sql(*, pair: str = "") -> str:
-    """The statement of `current_answers` for this database (`pair`: an extra condition)."""
-    return _CURRENT.format(pair=pair, epoch=_EPOCH[connection.vendor])
+def current_sql(*, pair: str = "", gold: bool = False) -> str:
+    """The statement of `current_answers` for this database (`pair`: an extra condition;
+    `gold`: the gold checks instead of the labels)."""
+    return _CURRENT.format(
+        pair=pair,
+        epoch=_EPOCH[connection.vendor],
+        gold="" if gold else "NOT ",
+        check=gold_check_sql("j"),
+        order="j.created_at, j.id" if gold else "j.pair_id, j.id",
+    )

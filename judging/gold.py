@@ -14,28 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
 from django.utils import timezone
 
-from assay.db import aware
-
-from .models import Kind
-
-_CHECKS = (
-    "SELECT u.gold_for_id, au.username, w.pair_id, q.qid, d.docid, g.grade, j.kind, j.grade,"
-    " j.created_at, j.seconds_spent FROM judging_workunit u"
-    " JOIN pooling_pool pl ON pl.id = u.pool_id"
-    " JOIN judging_workitem w ON w.unit_id = u.id"
-    " JOIN judging_golditem g ON g.pair_id = w.pair_id"
-    " JOIN pooling_pair p ON p.id = w.pair_id"
-    " JOIN annotation_query q ON q.id = p.query_id"
-    " JOIN annotation_document d ON d.id = p.document_id"
-    " JOIN auth_user au ON au.id = u.gold_for_id"
-    " JOIN judging_judgment j ON j.id = (SELECT max(l.id) FROM judging_judgment l"
-    "  WHERE l.user_id = u.gold_for_id AND l.pair_id = w.pair_id)"
-    " WHERE pl.project_id = %s AND u.gold_for_id IS NOT NULL AND j.kind <> %s"
-    " ORDER BY j.created_at, j.id"
-)
+from .answers import current_answers
+from .models import GoldItem, Kind
 
 
 @dataclass(frozen=True)
@@ -65,28 +47,28 @@ class GoldCheck:
 
 
 def gold_checks(*, project_id: int) -> list[GoldCheck]:
-    """Every gold check of the project, oldest answer first (one read)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_CHECKS, [project_id, Kind.UNDO.value])
-        rows = cursor.fetchall()
-    return [_check(*row) for row in rows]
-
-
-def _check(
-    user_id: int,
-    username: str,
-    pair_id: int,
-    qid: str,
-    docid: str,
-    expected: int,
-    kind: str,
-    grade: int | None,
-    answered_at: datetime,
-    seconds: float,
-) -> GoldCheck:
-    return GoldCheck(
-        user_id, username, pair_id, qid, docid, expected, kind, grade, aware(answered_at), seconds
+    """Every gold check of the project, oldest answer first: the current answers of
+    `answers.current_answers` (the one statement of "current" and of "gold check") scored
+    against the answer key."""
+    key = dict(
+        GoldItem.objects.filter(pair__query__project_id=project_id).values_list("pair_id", "grade")
     )
+    return [
+        GoldCheck(
+            a.user_id,
+            a.username,
+            a.pair_id,
+            a.qid,
+            a.docid,
+            key[a.pair_id],
+            a.kind,
+            a.grade,
+            a.answered_at,
+            a.seconds,
+        )
+        for a in current_answers(project_id=project_id, gold=True)
+        if a.pair_id in key
+    ]
 
 
 # --- accuracy (plain arithmetic) -----------------------------------------------------------

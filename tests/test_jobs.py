@@ -19,9 +19,10 @@ from annotation.models import Role
 from annotation.services import membership_set, project_create
 from assay.celery import app
 from formats.trec import RunRow
+from jobs.errors import JobStateError
 from jobs.models import Job, JobState
-from jobs.run import job_execute
-from jobs.services import job_create, reap
+from jobs.run import job_check_cancel, job_execute
+from jobs.services import job_cancel, job_create, reap
 from pooling.models import Pool
 from pooling.services import run_create
 from sampling.models import QueryLog
@@ -287,3 +288,34 @@ def test_the_reap_jobs_command_prints_what_it_did(world: World) -> None:
     out = StringIO()
     call_command("reap_jobs", stdout=out)
     assert out.getvalue().strip() == ("requeued 0, failed 0, republished 0, cleaned 0, discarded 0")
+
+
+def stoppable(job: Job, progress) -> dict:
+    """Stores a step, then stops if a lead asked it to, before the next."""
+    CALLS.append(job.attempts)
+    job_check_cancel(job)
+    return {"summary": "ran to the end"}
+
+
+def test_a_lead_cancels_a_queued_job_and_an_annotator_cannot(world: World) -> None:
+    job = job_create(project=world.project, kind="test", handler="tests.test_jobs.flaky", params={})
+    url = reverse("job_cancel", args=[world.project.slug, job.pk])
+    assert world.client_for(world.alice).post(url).status_code == 403
+    assert Job.objects.get(pk=job.pk).state == JobState.QUEUED
+    world.client_for(world.lead).post(url)
+    job.refresh_from_db()
+    assert (job.state, job.message) == (JobState.DISCARDED, "cancelled before it started")
+    assert job_execute(job.pk, heartbeat=False) is None  # a late delivery does nothing
+
+
+def test_a_cancelled_running_job_stops_at_its_next_check_and_ends_discarded(world: World) -> None:
+    CALLS.clear()
+    job = job_create(
+        project=world.project, kind="test", handler="tests.test_jobs.stoppable", params={}
+    )
+    Job.objects.filter(pk=job.pk).update(cancel_requested=True)
+    job_execute(job.pk, heartbeat=False)
+    job.refresh_from_db()
+    assert job.state == JobState.DISCARDED and "cancelled" in job.message and CALLS == [1]
+    with pytest.raises(JobStateError):
+        job_cancel(job=job)  # it has ended: nothing left to cancel
