@@ -352,7 +352,6 @@ def llm_label_start(
         raise GateRefused(gate_refusal(version))
     if mode == "calibration" and not pair_ids:
         raise JudgeError("A calibration run needs the pairs to label.")
-    api_key_of(judge)  # a missing key is said now, not after the job has started
     params: dict[str, Any] = {"version_id": version.pk, "mode": mode, "limit": limit}
     if mode == "calibration":
         params["pair_ids"] = list(pair_ids or [])
@@ -369,7 +368,9 @@ def llm_label_start(
 
 def api_key_of(judge: LLMJudge) -> str:
     """The API key, read now from the environment variable the judge names (never stored);
-    a judge naming none gets a placeholder, as local servers want no key."""
+    a judge naming none gets a placeholder, as local servers want no key. Read where the job
+    runs (a worker may hold the secret the web process has not), so a missing one fails the
+    job, with this message, before any call."""
     if not judge.api_key_env:
         return PLACEHOLDER_KEY
     key = os.environ.get(judge.api_key_env, "")
@@ -423,6 +424,7 @@ def llm_label_pairs(
     if version.protocol is None:
         raise JudgeError("The judge version has no protocol to render its prompt from.")
     wanted = list(dict.fromkeys(pair_ids))
+    _check_project(version, wanted)
     todo = _missing(version, wanted, repeat)
     tally = _Tally(skipped=len(wanted) - len(todo))
     if not todo:
@@ -456,6 +458,14 @@ class _Tally:
         return LabelResult(
             self.labelled, self.calls, self.parse_failures, self.failed, self.skipped
         )
+
+
+def _check_project(version: JudgeVersion, pair_ids: Sequence[int]) -> None:
+    project_id = version.judge.project_id
+    for start in range(0, len(pair_ids), 1000):
+        chunk = pair_ids[start : start + 1000]
+        if Pair.objects.filter(pk__in=chunk, query__project_id=project_id).count() < len(chunk):
+            raise JudgeError("Some of the pairs to label are not this project's.")
 
 
 def _missing(version: JudgeVersion, pair_ids: Sequence[int], repeat: int) -> list[int]:

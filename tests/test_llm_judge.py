@@ -167,9 +167,11 @@ def test_it_reads_the_api_key_from_the_named_variable_at_call_time(
     judge = endpoint_judge(project, server, api_key_env="ASSAY_JUDGE_KEY")
     monkeypatch.delenv("ASSAY_JUDGE_KEY", raising=False)
     passed(judge_version_current(judge=judge))
-    with pytest.raises(JudgeError, match=r"ASSAY_JUDGE_KEY .* is not set"):
-        llm_label_start(judge=judge, mode="label")
-    assert server.requests == 0 and not Job.objects.exists()
+    failed = llm_label_start(judge=judge, mode="label")
+    failed.refresh_from_db()
+    assert failed.state == JobState.FAILED
+    assert "ASSAY_JUDGE_KEY holding the judge's API key is not set" in failed.error
+    assert server.requests == 0 and not LLMJudgment.objects.exists()
     monkeypatch.setenv("ASSAY_JUDGE_KEY", "sk-from-env")
     job = llm_label_start(judge=judge, mode="label", limit=3)
     job.refresh_from_db()
@@ -224,6 +226,14 @@ def test_the_job_refuses_a_version_without_a_passed_calibration(server: LLMServe
     job.refresh_from_db()
     assert job.state == JobState.FAILED and "has no calibration" in job.error
     assert server.requests == 0 and not LLMJudgment.objects.exists()
+
+
+def test_it_refuses_pairs_of_another_project(server: LLMServer) -> None:
+    project, other = llm_project(), llm_project("other")
+    version = judge_version_current(judge=endpoint_judge(project, server))
+    with pytest.raises(JudgeError, match="not this project's"):
+        llm_label_pairs(version=version, pair_ids=all_pairs(other)[:2], concurrency=2)
+    assert server.requests == 0
 
 
 def test_calibration_mode_labels_only_the_given_pairs(server: LLMServer) -> None:
