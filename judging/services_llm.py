@@ -427,16 +427,16 @@ def llm_label_pairs(
     _check_project(version, wanted)
     todo = _missing(version, wanted, repeat)
     tally = _Tally(skipped=len(wanted) - len(todo))
-    if not todo:
-        _report(progress, 1.0, tally, len(wanted))
-        return tally.result()
-    own_client = client is None
-    caller = client or client_for(version)
+    caller = client or (client_for(version) if todo else None)
     try:
-        _fan_out(version, todo, concurrency, repeat, caller, tally, progress, job, len(wanted))
+        if caller is not None:
+            batch = _Batch(version, repeat, caller, tally, len(wanted), progress, job)
+            batch.run(todo, concurrency)
     finally:
-        if own_client:
+        if client is None and caller is not None:
             caller.close()
+    if progress is not None:
+        progress(1.0, f"{len(wanted):,} pairs labelled")
     return tally.result()
 
 
@@ -478,107 +478,90 @@ def _missing(version: JudgeVersion, pair_ids: Sequence[int], repeat: int) -> lis
     return [pk for pk in pair_ids if pk not in have]
 
 
-def _fan_out(
-    version: JudgeVersion,
-    todo: list[int],
-    concurrency: int,
-    repeat: int,
-    client: JudgeClient,
-    tally: _Tally,
-    progress: Progress | None,
-    job: Job | None,
-    total: int,
-) -> None:
-    """Keep `concurrency` calls under way: the next chunk is rendered and handed to the
-    threads while the current one is still answering, so no thread idles at a chunk's end;
-    answers are stored a chunk at a time, on this thread."""
-    size = max(1, CHUNK_PER_THREAD * concurrency)
-    chunks = iter([todo[i : i + size] for i in range(0, len(todo), size)])
-    protocol = from_content(version.protocol.content, version.protocol.text)  # type: ignore[union-attr]
-    template, reasoning = version.config.get("template", ""), bool(version.config.get("reasoning"))
-    under_way: dict[Future[CallResult], int] = {}
-    answered: list[tuple[int, CallResult]] = []
-    if job is not None:
-        job_check_cancel(job)
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="llm-judge") as pool:
-        try:
-            exhausted = False
-            while True:
-                if not exhausted and len(under_way) <= concurrency:
-                    chunk = next(chunks, None)
-                    if chunk is None:
-                        exhausted = True
-                    else:
-                        tally.skipped += _submit(
-                            pool, client, version, chunk, repeat, protocol, template, reasoning,
-                            under_way,
-                        )  # fmt: skip
+class _Batch:
+    """One run of calls: `concurrency` threads call the endpoint; this thread renders the
+    prompts, hands the threads the next chunk while the current one is still answering (no
+    thread idles at a chunk's end) and stores the answers a chunk at a time."""
+
+    def __init__(
+        self,
+        version: JudgeVersion,
+        repeat: int,
+        client: JudgeClient,
+        tally: _Tally,
+        total: int,
+        progress: Progress | None,
+        job: Job | None,
+    ) -> None:
+        self.version, self.repeat, self.client, self.tally = version, repeat, client, tally
+        self.total, self.progress, self.job = total, progress, job
+        assert version.protocol is not None
+        self.protocol = from_content(version.protocol.content, version.protocol.text)
+        self.template = str(version.config.get("template", ""))
+        self.reasoning = bool(version.config.get("reasoning"))
+        self.under_way: dict[Future[CallResult], int] = {}
+        self.answered: list[tuple[int, CallResult]] = []
+
+    def run(self, todo: list[int], concurrency: int) -> None:
+        size = max(1, CHUNK_PER_THREAD * concurrency)
+        chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+        self._check_cancel()
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="llm-judge") as pool:
+            try:
+                while chunks or self.under_way:
+                    if chunks and len(self.under_way) <= concurrency:
+                        self._submit(pool, chunks.pop(0))
                         continue
-                if not under_way:
-                    break
-                done, _ = wait(list(under_way), return_when=FIRST_COMPLETED)
-                answered.extend((under_way.pop(f), f.result()) for f in done)
-                if len(answered) >= size:
-                    _store(version, repeat, answered, tally)
-                    answered = []
-                    _report(progress, _fraction(tally, total), tally, total)
-                    if job is not None:
-                        _stop_if_cancelled(job, version, repeat, under_way, answered, tally)
-            _store(version, repeat, answered, tally)
-            _report(progress, 1.0, tally, total)
-        finally:
-            for future in under_way:
-                future.cancel()  # a job that stops (lost, failed) calls nothing more
+                    done, _ = wait(list(self.under_way), return_when=FIRST_COMPLETED)
+                    self.answered.extend((self.under_way.pop(f), f.result()) for f in done)
+                    if len(self.answered) >= size:
+                        self._flush()
+                        self._check_cancel()
+                self._flush()
+            finally:
+                for future in self.under_way:
+                    future.cancel()  # a job that stops (lost, failed) calls nothing more
 
+    def _submit(self, pool: ThreadPoolExecutor, chunk: list[int]) -> None:
+        """Hand the threads a chunk's pairs that still have no row (another attempt of the
+        job may have stored some meanwhile)."""
+        missing = _missing(self.version, chunk, self.repeat)
+        self.tally.skipped += len(chunk) - len(missing)
+        pairs = Pair.objects.filter(pk__in=missing).select_related("query", "document")
+        for pair in sorted(pairs, key=lambda p: p.pk):
+            messages = render_messages(
+                template=self.template,
+                protocol=self.protocol,
+                query=pair.query.text,
+                description=pair.query.description,
+                document=document_text(pair.document.title, pair.document.text),
+                reasoning=self.reasoning,
+            )
+            self.under_way[pool.submit(self.client.judge, messages)] = pair.pk
 
-def _stop_if_cancelled(
-    job: Job,
-    version: JudgeVersion,
-    repeat: int,
-    under_way: dict[Future[CallResult], int],
-    answered: list[tuple[int, CallResult]],
-    tally: _Tally,
-) -> None:
-    """On a lead's cancel: no more calls; those already made are awaited and stored."""
-    try:
-        job_check_cancel(job)
-    except JobCancelled:
-        running = []
-        for future, pair in under_way.items():
-            if not future.cancel():
-                running.append((future, pair))
-        under_way.clear()
-        answered.extend((pair, future.result()) for future, pair in running)
-        _store(version, repeat, answered, tally)
-        answered.clear()
-        raise
+    def _flush(self) -> None:
+        _store(self.version, self.repeat, self.answered, self.tally)
+        self.answered = []
+        if self.progress is not None:
+            done = self.tally.skipped + self.tally.labelled
+            fraction = done / self.total if self.total else 1.0
+            self.progress(
+                fraction, f"{done:,} of {self.total:,} pairs labelled ({self.tally.failed} failed)"
+            )
 
-
-def _submit(
-    pool: ThreadPoolExecutor,
-    client: JudgeClient,
-    version: JudgeVersion,
-    chunk: list[int],
-    repeat: int,
-    protocol: Any,
-    template: str,
-    reasoning: bool,
-    under_way: dict[Future[CallResult], int],
-) -> int:
-    """Hand a chunk's pairs that still have no row to the threads; returns how many had one."""
-    missing = _missing(version, chunk, repeat)
-    pairs = Pair.objects.filter(pk__in=missing).select_related("query", "document")
-    for pair in sorted(pairs, key=lambda p: p.pk):
-        messages = render_messages(
-            template=template,
-            protocol=protocol,
-            query=pair.query.text,
-            description=pair.query.description,
-            document=document_text(pair.document.title, pair.document.text),
-            reasoning=reasoning,
-        )
-        under_way[pool.submit(client.judge, messages)] = pair.pk
-    return len(chunk) - len(missing)
+    def _check_cancel(self) -> None:
+        """On a lead's cancel: no more calls; those already made are awaited and stored, as
+        they are paid for."""
+        if self.job is None:
+            return
+        try:
+            job_check_cancel(self.job)
+        except JobCancelled:
+            running = [(f, pair) for f, pair in self.under_way.items() if not f.cancel()]
+            self.under_way.clear()
+            self.answered.extend((pair, future.result()) for future, pair in running)
+            self._flush()
+            raise
 
 
 def _store(
@@ -606,16 +589,6 @@ def _store(
     LLMJudgment.objects.bulk_create(rows, ignore_conflicts=True)
     for _, result in answered:
         tally.add(result)
-
-
-def _fraction(tally: _Tally, total: int) -> float:
-    return (tally.skipped + tally.labelled) / total if total else 1.0
-
-
-def _report(progress: Progress | None, fraction: float, tally: _Tally, total: int) -> None:
-    if progress is not None:
-        done = tally.skipped + tally.labelled
-        progress(fraction, f"{done:,} of {total:,} pairs labelled ({tally.failed} failed calls)")
 
 
 # --------------------------------------------------------------------------- the pre-filter
