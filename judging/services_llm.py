@@ -20,8 +20,7 @@ import math
 import os
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,24 +30,20 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, Sum
 
 from annotation.models import Project, ProtocolVersion, Query
-from annotation.protocol import from_content
-from jobs.errors import JobCancelled
 from jobs.models import Job
-from jobs.run import job_check_cancel
 from jobs.services import job_create, job_enqueue
 from pooling.models import Pair
 
 from .answers import current_answers
-from .llm_client import CallResult, JudgeClient
+from .llm_batch import Batch, LabelResult, Progress, Tally, missing, pairs_of_project
+from .llm_client import JudgeClient
 from .llm_prompt import (
     GRADE_SCHEMA,
     REASONING_PREAMBLE,
     SYSTEM_MESSAGE,
     PromptError,
-    document_text,
     effective_template,
     judge_digest,
-    render_messages,
     template_check,
 )
 from .models import (
@@ -67,7 +62,6 @@ from .models import (
 
 LLM_LABEL = "llm_label"
 MODES = ("label", "prefilter", "calibration")
-CHUNK_PER_THREAD = 4  # pairs stored per chunk: 4 x concurrency
 PLACEHOLDER_KEY = "none"  # local servers (vLLM, Ollama, llama.cpp) take any key
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 EDITABLE = {
@@ -297,24 +291,6 @@ def human_only_sync(*, project: Project) -> set[int]:
 # --------------------------------------------------------------------------- labelling
 
 
-@dataclass(frozen=True)
-class LabelResult:
-    labelled: int  # rows stored by this run (graded, parse failures and failed calls)
-    calls: int  # calls made (each row's attempts added up)
-    parse_failures: int
-    failed: int
-    skipped_existing: int  # pairs that had a row already: not called
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "labelled": self.labelled,
-            "calls": self.calls,
-            "parse_failures": self.parse_failures,
-            "failed": self.failed,
-            "skipped_existing": self.skipped_existing,
-        }
-
-
 def llm_label_scope(*, version: JudgeVersion, mode: str, limit: int | None = None) -> list[int]:
     """The pairs a label or prefilter run covers: every pair of the project outside the
     human-only slice (topped up first), in pair order; with `limit`, the first `limit` of
@@ -398,9 +374,6 @@ def client_for(version: JudgeVersion) -> JudgeClient:
     )
 
 
-Progress = Callable[[float, str], None]
-
-
 def llm_label_pairs(
     *,
     version: JudgeVersion,
@@ -424,13 +397,14 @@ def llm_label_pairs(
     if version.protocol is None:
         raise JudgeError("The judge version has no protocol to render its prompt from.")
     wanted = list(dict.fromkeys(pair_ids))
-    _check_project(version, wanted)
-    todo = _missing(version, wanted, repeat)
-    tally = _Tally(skipped=len(wanted) - len(todo))
+    if not pairs_of_project(version.judge.project_id, wanted):
+        raise JudgeError("Some of the pairs to label are not this project's.")
+    todo = missing(version, wanted, repeat)
+    tally = Tally(skipped=len(wanted) - len(todo))
     caller = client or (client_for(version) if todo else None)
     try:
         if caller is not None:
-            batch = _Batch(version, repeat, caller, tally, len(wanted), progress, job)
+            batch = Batch(version, repeat, caller, tally, len(wanted), progress, job)
             batch.run(todo, concurrency)
     finally:
         if client is None and caller is not None:
@@ -438,157 +412,6 @@ def llm_label_pairs(
     if progress is not None:
         progress(1.0, f"{len(wanted):,} pairs labelled")
     return tally.result()
-
-
-@dataclass
-class _Tally:
-    skipped: int = 0
-    labelled: int = 0
-    calls: int = 0
-    parse_failures: int = 0
-    failed: int = 0
-
-    def add(self, result: CallResult) -> None:
-        self.labelled += 1
-        self.calls += result.attempts
-        self.parse_failures += result.status == LLMStatus.PARSE_FAILURE
-        self.failed += result.status == LLMStatus.FAILED
-
-    def result(self) -> LabelResult:
-        return LabelResult(
-            self.labelled, self.calls, self.parse_failures, self.failed, self.skipped
-        )
-
-
-def _check_project(version: JudgeVersion, pair_ids: Sequence[int]) -> None:
-    project_id = version.judge.project_id
-    for start in range(0, len(pair_ids), 1000):
-        chunk = pair_ids[start : start + 1000]
-        if Pair.objects.filter(pk__in=chunk, query__project_id=project_id).count() < len(chunk):
-            raise JudgeError("Some of the pairs to label are not this project's.")
-
-
-def _missing(version: JudgeVersion, pair_ids: Sequence[int], repeat: int) -> list[int]:
-    """The pairs among `pair_ids` with no row for (version, repeat), in their order."""
-    have: set[int] = set()
-    for start in range(0, len(pair_ids), 1000):
-        chunk = pair_ids[start : start + 1000]
-        rows = LLMJudgment.objects.filter(version=version, repeat=repeat, pair_id__in=chunk)
-        have.update(rows.values_list("pair_id", flat=True))
-    return [pk for pk in pair_ids if pk not in have]
-
-
-class _Batch:
-    """One run of calls: `concurrency` threads call the endpoint; this thread renders the
-    prompts, hands the threads the next chunk while the current one is still answering (no
-    thread idles at a chunk's end) and stores the answers a chunk at a time."""
-
-    def __init__(
-        self,
-        version: JudgeVersion,
-        repeat: int,
-        client: JudgeClient,
-        tally: _Tally,
-        total: int,
-        progress: Progress | None,
-        job: Job | None,
-    ) -> None:
-        self.version, self.repeat, self.client, self.tally = version, repeat, client, tally
-        self.total, self.progress, self.job = total, progress, job
-        assert version.protocol is not None
-        self.protocol = from_content(version.protocol.content, version.protocol.text)
-        self.template = str(version.config.get("template", ""))
-        self.reasoning = bool(version.config.get("reasoning"))
-        self.under_way: dict[Future[CallResult], int] = {}
-        self.answered: list[tuple[int, CallResult]] = []
-
-    def run(self, todo: list[int], concurrency: int) -> None:
-        size = max(1, CHUNK_PER_THREAD * concurrency)
-        chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
-        self._check_cancel()
-        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="llm-judge") as pool:
-            try:
-                while chunks or self.under_way:
-                    if chunks and len(self.under_way) <= concurrency:
-                        self._submit(pool, chunks.pop(0))
-                        continue
-                    done, _ = wait(list(self.under_way), return_when=FIRST_COMPLETED)
-                    self.answered.extend((self.under_way.pop(f), f.result()) for f in done)
-                    if len(self.answered) >= size:
-                        self._flush()
-                        self._check_cancel()
-                self._flush()
-            finally:
-                for future in self.under_way:
-                    future.cancel()  # a job that stops (lost, failed) calls nothing more
-
-    def _submit(self, pool: ThreadPoolExecutor, chunk: list[int]) -> None:
-        """Hand the threads a chunk's pairs that still have no row (another attempt of the
-        job may have stored some meanwhile)."""
-        missing = _missing(self.version, chunk, self.repeat)
-        self.tally.skipped += len(chunk) - len(missing)
-        pairs = Pair.objects.filter(pk__in=missing).select_related("query", "document")
-        for pair in sorted(pairs, key=lambda p: p.pk):
-            messages = render_messages(
-                template=self.template,
-                protocol=self.protocol,
-                query=pair.query.text,
-                description=pair.query.description,
-                document=document_text(pair.document.title, pair.document.text),
-                reasoning=self.reasoning,
-            )
-            self.under_way[pool.submit(self.client.judge, messages)] = pair.pk
-
-    def _flush(self) -> None:
-        _store(self.version, self.repeat, self.answered, self.tally)
-        self.answered = []
-        if self.progress is not None:
-            done = self.tally.skipped + self.tally.labelled
-            fraction = done / self.total if self.total else 1.0
-            self.progress(
-                fraction, f"{done:,} of {self.total:,} pairs labelled ({self.tally.failed} failed)"
-            )
-
-    def _check_cancel(self) -> None:
-        """On a lead's cancel: no more calls; those already made are awaited and stored, as
-        they are paid for."""
-        if self.job is None:
-            return
-        try:
-            job_check_cancel(self.job)
-        except JobCancelled:
-            running = [(f, pair) for f, pair in self.under_way.items() if not f.cancel()]
-            self.under_way.clear()
-            self.answered.extend((pair, future.result()) for future, pair in running)
-            self._flush()
-            raise
-
-
-def _store(
-    version: JudgeVersion, repeat: int, answered: list[tuple[int, CallResult]], tally: _Tally
-) -> None:
-    if not answered:
-        return
-    rows = [
-        LLMJudgment(
-            version=version,
-            pair_id=pair,
-            repeat=repeat,
-            status=result.status,
-            grade=result.grade,
-            reason=result.reason,
-            raw=result.raw,
-            error=result.error,
-            prompt_tokens=result.prompt_tokens,
-            completion_tokens=result.completion_tokens,
-            latency_ms=result.latency_ms,
-            attempts=result.attempts,
-        )
-        for pair, result in answered
-    ]
-    LLMJudgment.objects.bulk_create(rows, ignore_conflicts=True)
-    for _, result in answered:
-        tally.add(result)
 
 
 # --------------------------------------------------------------------------- the pre-filter

@@ -11,7 +11,7 @@ from annotation.services import protocol_publish
 from jobs.models import Job, JobState
 from jobs.run import job_execute
 from jobs.services import job_create
-from judging import services_llm
+from judging import llm_batch
 from judging.models import Calibration, JudgeKind, JudgeVersion, LLMJudge, LLMJudgment
 from judging.services_llm import (
     GateRefused,
@@ -268,20 +268,20 @@ def test_a_cancelled_job_keeps_its_rows_and_a_new_run_resumes(
     judge = endpoint_judge(project, server, concurrency=2)  # chunks of 8 pairs
     version = judge_version_current(judge=judge)
     passed(version)
-    real_store = services_llm._store
+    real_store = llm_batch.store
 
     def store_then_cancel(*args: object) -> None:
         real_store(*args)  # type: ignore[arg-type]
         Job.objects.filter(state=JobState.RUNNING).update(cancel_requested=True)  # a lead
 
-    monkeypatch.setattr(services_llm, "_store", store_then_cancel)
+    monkeypatch.setattr(llm_batch, "store", store_then_cancel)
     job = llm_label_start(judge=judge, mode="label")
     job.refresh_from_db()
     assert job.state == JobState.DISCARDED and "cancelled" in job.message
     kept = LLMJudgment.objects.filter(version=version).count()
     assert 8 <= kept < 40  # the first chunk and the calls under way when it stopped
     assert server.requests == kept  # nothing called that was not stored
-    monkeypatch.setattr(services_llm, "_store", real_store)
+    monkeypatch.setattr(llm_batch, "store", real_store)
     resumed = llm_label_start(judge=judge, mode="label")
     resumed.refresh_from_db()
     assert resumed.state == JobState.DONE, resumed.error
