@@ -15,7 +15,7 @@ from jobs.run import job_check_cancel
 from pooling.models import Pair
 
 from .llm_client import CallResult, JudgeClient
-from .llm_prompt import document_text, render_messages
+from .llm_prompt import DOCUMENT_CHARS, document_text, render_messages
 from .models import JudgeVersion, LLMJudgment, LLMStatus
 
 CHUNK_PER_THREAD = 4  # answers stored per chunk: 4 x concurrency
@@ -100,6 +100,7 @@ class Batch:
         self.protocol = from_content(version.protocol.content, version.protocol.text)
         self.template = str(version.config.get("template", ""))
         self.reasoning = bool(version.config.get("reasoning"))
+        self.limit = int(version.config.get("document_chars", DOCUMENT_CHARS))
         self.under_way: dict[Future[CallResult], int] = {}
         self.answered: list[tuple[int, CallResult]] = []
 
@@ -135,7 +136,7 @@ class Batch:
                 protocol=self.protocol,
                 query=pair.query.text,
                 description=pair.query.description,
-                document=document_text(pair.document.title, pair.document.text),
+                document=document_text(pair.document.title, pair.document.text, self.limit),
                 reasoning=self.reasoning,
             )
             self.under_way[pool.submit(self.client.judge, messages)] = pair.pk

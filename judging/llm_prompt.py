@@ -52,10 +52,9 @@ $anchors
 Rulings on edge cases:
 $rulings
 
-Important instruction: assign 1 if the document is somewhat related to the topic but does not \
-answer it, 2 if it answers the query but also holds other information or needs extra steps, \
-and 3 if it is dedicated to the query and answers it on its own. If none of the above \
-applies, give 0. When torn between two grades, choose the lower one.
+Important instruction: apply the definitions above as they are written, the examples as the \
+team applies them and the rulings to the cases they name. If no grade above 0 applies, give 0. \
+When torn between two grades, choose the lower one.
 
 Query: $query
 What the searcher wanted: $description
@@ -103,6 +102,7 @@ GRADE_SCHEMA: dict[str, Any] = {
 }
 
 NONE_GIVEN = "(none)"
+DOCUMENT_CHARS = 8000  # of a document's text shown to the judge (part of a version's digest)
 
 
 class PromptError(ValueError):
@@ -196,9 +196,14 @@ def rulings_text(protocol: Protocol) -> str:
     return "\n".join(f"- {r.question} {r.ruling}" for r in protocol.rulings)
 
 
-def document_text(title: str, text: str) -> str:
-    """A document as the judge reads it: its title on the first line when it has one."""
-    return f"{title.strip()}\n{text.strip()}" if title.strip() else text.strip()
+def document_text(title: str, text: str, limit: int = DOCUMENT_CHARS) -> str:
+    """A document as the judge reads it: its title on the first line when it has one, the
+    text cut at a word after `limit` characters (a long web page would cost a hundred times
+    a passage and can overflow a small model's context)."""
+    body = text.strip()
+    if len(body) > limit:
+        body = (body[:limit].rsplit(" ", 1)[0] or body[:limit]) + " [...]"
+    return f"{title.strip()}\n{body}" if title.strip() else body
 
 
 def judge_digest(config: Mapping[str, Any]) -> str:

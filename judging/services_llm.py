@@ -38,6 +38,7 @@ from .answers import current_answers
 from .llm_batch import Batch, LabelResult, Progress, Tally, missing, pairs_of_project
 from .llm_client import JudgeClient
 from .llm_prompt import (
+    DOCUMENT_CHARS,
     GRADE_SCHEMA,
     REASONING_PREAMBLE,
     SYSTEM_MESSAGE,
@@ -184,6 +185,7 @@ def judge_config(judge: LLMJudge, protocol: ProtocolVersion) -> dict[str, Any]:
         "reasoning": judge.reasoning,
         "preamble": REASONING_PREAMBLE if judge.reasoning else "",
         "response_format": GRADE_SCHEMA,
+        "document_chars": DOCUMENT_CHARS,
         "protocol": {"number": protocol.number, "id": protocol.pk},
     }
 

@@ -12,6 +12,7 @@ from judging.llm_prompt import (
     GRADE_SCHEMA,
     REASONING_PREAMBLE,
     PromptError,
+    document_text,
     judge_digest,
     parse_answer,
     render_messages,
@@ -141,6 +142,12 @@ def test_it_parses_a_well_formed_answer() -> None:
     parsed = parse_answer(' {"reason": "answers it", "grade": 3} ')
     assert (parsed.grade, parsed.reason, parsed.error) == (3, "answers it", "")
     assert parse_answer('{"grade": 0, "reason": ""}').grade == 0
+
+
+def test_it_cuts_a_long_document_at_a_word() -> None:
+    assert document_text("T", "short text", limit=100) == "T\nshort text"
+    assert document_text("", "one two three four", limit=9) == "one two [...]"
+    assert document_text(" ", " x ") == "x"
 
 
 def test_it_digests_canonical_json() -> None:
