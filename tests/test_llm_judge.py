@@ -10,7 +10,7 @@ from annotation.models import Project
 from annotation.services import protocol_publish
 from jobs.models import Job, JobState
 from jobs.run import job_execute
-from jobs.services import job_create
+from jobs.services import job_cancel, job_create
 from judging import llm_batch
 from judging.models import Calibration, JudgeKind, JudgeVersion, LLMJudge, LLMJudgment
 from judging.services_llm import (
@@ -212,6 +212,13 @@ def test_it_labels_at_scale_only_after_a_passed_calibration(server: LLMServer) -
     assert changed != version and not gate_passed(version=changed)
     with pytest.raises(GateRefused):
         llm_label_start(judge=judge, mode="label")
+    # So does a new protocol version, for the judge as it was.
+    judge_update(judge=judge, prompt_template="")
+    assert judge_version_current(judge=judge) == version
+    protocol_publish(project=project, text="Grades, with a new ruling.")
+    assert not gate_passed(version=judge_version_current(judge=judge))
+    with pytest.raises(GateRefused, match="has no calibration"):
+        llm_label_start(judge=judge, mode="label")
     assert server.requests == 40
 
 
@@ -272,7 +279,9 @@ def test_a_cancelled_job_keeps_its_rows_and_a_new_run_resumes(
 
     def store_then_cancel(*args: object) -> None:
         real_store(*args)  # type: ignore[arg-type]
-        Job.objects.filter(state=JobState.RUNNING).update(cancel_requested=True)  # a lead
+        running = Job.objects.filter(state=JobState.RUNNING, cancel_requested=False).first()
+        if running is not None:
+            job_cancel(job=running)  # a lead, from the job's page
 
     monkeypatch.setattr(llm_batch, "store", store_then_cancel)
     job = llm_label_start(judge=judge, mode="label")
