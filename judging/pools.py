@@ -139,6 +139,7 @@ def pool_plan(
     queries = set(selection.query_ids.values()) | {q for q, _ in carried}
     existing = existing_pairs(set(selection.query_ids.values()))
     graders = graders_of(queries)
+    screened = screened_out(queries)
     strata = dict(project.queries.values_list("pk", "stratum"))
     double_before = _double_queries(project)
     work = _work(selection, seed, carried, started)
@@ -149,7 +150,9 @@ def pool_plan(
         # A pair is work while it has fewer graders than its query needs (known only now
         # that the doubles are drawn); a query left with no such pair gets no unit.
         needed = 2 if query in double else 1
-        kept = [key for key in keys if graders.get(key, 0) < needed]
+        # A pair an LLM judge screened out (below the pre-filter threshold, not an audit
+        # pair) is no human's work.
+        kept = [key for key in keys if graders.get(key, 0) < needed and key not in screened]
         if kept:
             from_before = sum(1 for key in kept if key in carried)
             units.append(PlannedUnit(query, strata.get(query) or "", needed, kept, from_before))
@@ -199,6 +202,17 @@ def graders_of(query_ids: Iterable[int]) -> dict[Key, int]:
     """For every pair of the queries that someone's current answer grades: how many people."""
     rows = rows_for_ids(_GRADERS, query_ids, [Kind.GRADE.value])
     return {(q, d): int(n) for q, d, n in rows}
+
+
+_SCREENED = (
+    "SELECT DISTINCT p.query_id, p.document_id FROM judging_screening s"
+    " JOIN pooling_pair p ON p.id = s.pair_id WHERE p.query_id IN ({ids}) AND NOT s.audit"
+)
+
+
+def screened_out(query_ids: Iterable[int]) -> set[Key]:
+    """The pairs of the queries that some LLM judge version screened out of human work."""
+    return {(q, d) for q, d in rows_for_ids(_SCREENED, query_ids)}
 
 
 def _double_queries(project: Project) -> set[int]:

@@ -241,6 +241,10 @@ JOB_RETRY_BACKOFF = env_int("JOB_RETRY_BACKOFF", 5, minimum=0)  # seconds, doubl
 # A failure a retry may cure keeps its uploaded file for the retry; left so this many days, the
 # reaper discards the job and deletes the file.
 JOB_KEEP_FAILED_DAYS = env_int("JOB_KEEP_FAILED_DAYS", 7, minimum=1)
+# The LLM judge's wait before retrying a call (429, 5xx, timeout): LLM_BACKOFF_MS doubled per
+# attempt, never more than LLM_BACKOFF_CAP seconds (a Retry-After header is capped too).
+LLM_BACKOFF_MS = 1000
+LLM_BACKOFF_CAP = 30
 if JOB_HEARTBEAT_TIMEOUT < 2 * JOB_HEARTBEAT_INTERVAL:
     raise ImproperlyConfigured(
         "JOB_HEARTBEAT_TIMEOUT must be at least twice JOB_HEARTBEAT_INTERVAL, or live jobs "

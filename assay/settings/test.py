@@ -20,6 +20,8 @@ STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.Static
 ALLOWED_HOSTS = ["*"]
 CELERY_TASK_ALWAYS_EAGER = True
 JOB_RETRY_BACKOFF = 0  # a transient failure is retried at once in tests
+LLM_BACKOFF_MS = 10  # an LLM call retried after 10 ms, 20 ms, ...
+LLM_BACKOFF_CAP = 1  # and a Retry-After of the endpoint capped at 1 s
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
 
