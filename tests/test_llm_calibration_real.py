@@ -146,7 +146,10 @@ def test_it_replays_umbrela_on_dl20_and_refuses_it_for_the_unknown_ceiling(tops)
     assert report["human_kappa"] is None and report["retest"] is None
     assert report["ranking"]["runs"] == len(RUNS)
     assert report["tau"] == pytest.approx(_reference_tau(tops), abs=1e-12)
-    assert "ceiling" in report["reasons"] and report["passed"] is False
+    assert round(report["tau"], 4) == 0.9451
+    # No second human: the ceiling is unknown; and GPT-4o finds 56 % of NIST's relevant rows.
+    assert report["reasons"] == ["ceiling", "recall"] and report["passed"] is False
+    assert round(report["recall"], 4) == 0.5612
     assert Calibration.objects.get().reasons == report["reasons"]
 
 

@@ -198,3 +198,44 @@ def test_it_calibrates_an_external_judge_of_the_labels_imported_last(
     report = json.loads(out)
     assert report["version"] == judge.versions.latest("id").digest
     assert {"floor", "recall", "leniency"} <= set(report["reasons"]) and code == 3
+
+
+def test_it_asks_an_endpoint_judge_for_the_subset_and_a_seeded_retest_sample(
+    judged: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine (`judging.services_llm`) stands in here as a module that records what it is
+    asked and answers with the humans' grades; its own tests drive a real endpoint."""
+    from types import SimpleNamespace
+
+    from evaluation.services_calibration import calibration_run
+    from judging.models import JudgeVersion, LLMStatus
+
+    truth = {r.pair_id: r.grade for r in LLMJudgment.objects.all()}
+    asked: list[tuple[int, list[int]]] = []
+
+    def label_pairs(*, version, pair_ids, concurrency, repeat=0, progress=None, job=None):
+        asked.append((repeat, list(pair_ids)))
+        for pair in pair_ids:
+            LLMJudgment.objects.get_or_create(
+                version=version,
+                pair_id=pair,
+                repeat=repeat,
+                defaults={"status": LLMStatus.OK, "grade": truth[pair]},
+            )
+
+    def version_current(*, judge):
+        return JudgeVersion.objects.get_or_create(judge=judge, digest="e" * 64)[0]
+
+    engine = SimpleNamespace(llm_label_pairs=label_pairs, judge_version_current=version_current)
+    monkeypatch.setitem(__import__("sys").modules, "judging.services_llm", engine)
+    JudgeSettings.objects.create(project=judged.project, min_pairs=8, retest_sample=3)
+    judge = LLMJudge.objects.create(
+        project=judged.project, name="gpt", base_url="http://x/v1", model="m"
+    )
+    first = calibration_run(judge=judge)
+    again = calibration_run(judge=judge)
+    assert [repeat for repeat, _ in asked] == [0, 1, 0, 1]
+    assert sorted(asked[0][1]) == sorted(truth) and len(asked[1][1]) == 3
+    assert asked[1][1] == asked[3][1]  # seeded by the version: a rerun asks for the same pairs
+    assert first.report["retest"] == pytest.approx(1.0) and first.report["retest_n"] == 3
+    assert first.passed and again.passed
