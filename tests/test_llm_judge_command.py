@@ -239,3 +239,10 @@ def test_it_asks_an_endpoint_judge_for_the_subset_and_a_seeded_retest_sample(
     assert asked[1][1] == asked[3][1]  # seeded by the version: a rerun asks for the same pairs
     assert first.report["retest"] == pytest.approx(1.0) and first.report["retest_n"] == 3
     assert first.passed and again.passed
+
+
+def test_it_has_nothing_to_call_for_a_passed_external_judge(judged: World) -> None:
+    JudgeSettings.objects.create(project=judged.project, min_pairs=8)
+    assert _run("llm_judge", "calibrate", "acme", "umbrela")[0] == 0
+    with pytest.raises(CommandError, match="is external"):
+        _run("llm_judge", "label", "acme", "umbrela")

@@ -135,6 +135,11 @@ class Command(BaseCommand):
         prefilter = options["prefilter"]
         if not prefilter and not gate_passed(version=version):
             self._refuse(judge, version, options["format"])
+        if judge.kind == JudgeKind.EXTERNAL:
+            raise CommandError(
+                f"judge {judge.name!r} is external: its labels are imported with "
+                "`import_judgments`, there is no endpoint to call"
+            )
         from judging.services_llm import GateRefused, JudgeError, llm_label_start
 
         try:
