@@ -50,6 +50,7 @@ __all__ = [
     "format_run_line",
     "has_duplicates",
     "iter_qrels",
+    "iter_qrels_numbered",
     "iter_run",
     "iter_run_pieces",
     "key_strings",
@@ -210,6 +211,13 @@ def iter_qrels(path: str | Path) -> Iterator[QrelRow]:
     the BEIR header and is skipped. Every later line must have the same number of columns.
     Grades are integers and may be negative. A (qid, docid) pair judged twice is an error.
     """
+    for _, row in iter_qrels_numbered(path):
+        yield row
+
+
+def iter_qrels_numbered(path: str | Path) -> Iterator[tuple[int, QrelRow]]:
+    """:func:`iter_qrels` with each row's line number, for checks made after reading (a grade
+    out of a scale, a pair a project lacks) that must name the line too."""
     numbered = lines(path)
     first = next(numbered, None)
     if first is None:
@@ -228,7 +236,7 @@ def iter_qrels(path: str | Path) -> Iterator[QrelRow]:
                 f"(first at line {first_line})"
             )
             raise FormatError(path, number, reason)
-        yield row
+        yield number, row
 
 
 def _qrels_columns(path: str | Path, number: int, line: str) -> int:
