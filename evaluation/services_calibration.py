@@ -37,7 +37,13 @@ from judging.models import (
     LLMStatus,
 )
 from judging.models import Kind as AnswerKind
-from judging.services_judges import judge_external_current, judge_settings_of, latest_calibration
+from judging.services_llm import (
+    JudgeError,
+    judge_settings_of,
+    judge_version_current,
+    latest_calibration,
+    llm_label_pairs,
+)
 from pooling.models import RunResult
 
 from .calibration import MIN_RUNS, Observations, Thresholds, calibrate, observations
@@ -86,18 +92,11 @@ def thresholds_of(settings: JudgeSettings) -> Thresholds:
 
 def judge_version_of(*, judge: LLMJudge) -> JudgeVersion:
     """The version calibration applies to: an external judge's labels imported last, an
-    endpoint judge's current configuration (the engine's `judge_version_current`)."""
-    if judge.kind == JudgeKind.EXTERNAL:
-        version = judge_external_current(judge=judge)
-        if version is None:
-            raise CalibrationError(
-                f"judge {judge.name!r} has no labels yet; import them with "
-                f"`import_judgments {judge.project.slug} FILE --as {judge.name} --kind llm`"
-            )
-        return version
-    from judging.services_llm import judge_version_current  # the engine, imported when used
-
-    return judge_version_current(judge=judge)
+    endpoint judge's current configuration."""
+    try:
+        return judge_version_current(judge=judge)
+    except JudgeError as error:
+        raise CalibrationError(str(error)) from error
 
 
 def _llm_rows(version: JudgeVersion, repeat: int) -> dict[int, int | None]:
@@ -191,8 +190,6 @@ def _label(
     version: JudgeVersion, subset: list[int], progress: Progress | None, job: Job | None
 ) -> None:
     """Ask an endpoint judge for the subset, then for a seeded retest sample of it."""
-    from judging.services_llm import llm_label_pairs  # the engine, imported when used
-
     judge = version.judge
     llm_label_pairs(
         version=version, pair_ids=subset, concurrency=judge.concurrency, progress=progress, job=job

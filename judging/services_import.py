@@ -17,6 +17,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.contrib.auth.validators import UnicodeUsernameValidator
@@ -29,13 +30,44 @@ from annotation.services import membership_set
 from formats.trec import FormatError, QrelRow, iter_qrels_numbered
 from pooling.models import Pair
 
-from .models import Judgment, Kind, LLMJudge, LLMJudgment, LLMStatus
-from .services_judges import JudgeKindError, judge_external_add, judge_external_version
+from .models import JudgeKind, JudgeVersion, Judgment, Kind, LLMJudge, LLMJudgment, LLMStatus
 
 KINDS = ("human", "llm")
 GRADES = range(0, 4)
 SHOWN_UNKNOWN = 5  # unknown pairs named in the message; the rest are counted
 _BATCH = 2_000
+
+
+class JudgeKindError(ValueError):
+    """A judge used as the kind it is not (labels imported into an endpoint judge...)."""
+
+
+@transaction.atomic
+def judge_external_add(*, project: Project, name: str, user: User | None = None) -> LLMJudge:
+    """The project's external judge `name`, created when missing; refused when `name` is a
+    judge that calls an endpoint (its labels come from its calls, not from files)."""
+    judge, _ = LLMJudge.objects.get_or_create(
+        project=project,
+        name=name,
+        defaults={"kind": JudgeKind.EXTERNAL, "created_by": user},
+    )
+    if judge.kind != JudgeKind.EXTERNAL:
+        raise JudgeKindError(
+            f"judge {name!r} of project {project.slug!r} calls an endpoint; import the labels "
+            "under another name"
+        )
+    return judge
+
+
+@transaction.atomic
+def judge_external_version(*, judge: LLMJudge, digest: str, config: dict[str, Any]) -> JudgeVersion:
+    """The external judge's version of one set of labels (created at its first import)."""
+    version, _ = JudgeVersion.objects.get_or_create(
+        judge=judge,
+        digest=digest,
+        defaults={"config": config, "protocol": judge.project.current_protocol()},
+    )
+    return version
 
 
 class JudgmentsImportError(ValueError):

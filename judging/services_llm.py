@@ -197,7 +197,10 @@ def judge_version_current(*, judge: LLMJudge) -> JudgeVersion:
     if judge.kind == JudgeKind.EXTERNAL:
         version = judge.versions.order_by("-pk").first()
         if version is None:
-            raise JudgeError(f"No labels have been imported for the judge {judge.name!r} yet.")
+            raise JudgeError(
+                f"No labels have been imported for the judge {judge.name!r} yet: import them with "
+                f"`import_judgments {judge.project.slug} FILE --as {judge.name} --kind llm`."
+            )
         return version
     protocol = ProtocolVersion.objects.filter(project_id=judge.project_id).order_by("-number")
     latest = protocol.first()

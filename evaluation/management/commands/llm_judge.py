@@ -21,7 +21,16 @@ from assay import options as bounded
 from jobs.models import Job, JobState
 from jobs.run import job_run_inline
 from judging.models import Calibration, JudgeKind, JudgeVersion, LLMJudge, Screening
-from judging.services_judges import gate_passed, latest_calibration
+from judging.services_llm import (
+    GateRefused,
+    JudgeError,
+    cost_of,
+    gate_passed,
+    judge_add,
+    judge_version_current,
+    latest_calibration,
+    llm_label_start,
+)
 from pooling.models import Pair
 
 from ...services_calibration import CalibrationError, calibration_start, judge_version_of
@@ -83,7 +92,6 @@ class Command(BaseCommand):
     # ----------------------------------------------------------------------- actions
 
     def _add(self, project: Project, options: dict[str, Any]) -> None:
-        from judging.services_llm import JudgeError, judge_add, judge_version_current
 
         template = ""
         if options["prompt"]:
@@ -140,7 +148,6 @@ class Command(BaseCommand):
                 f"judge {judge.name!r} is external: its labels are imported with "
                 "`import_judgments`, there is no endpoint to call"
             )
-        from judging.services_llm import GateRefused, JudgeError, llm_label_start
 
         try:
             job = llm_label_start(
@@ -307,7 +314,6 @@ def _summary(calibration: Calibration) -> dict[str, Any]:
 def _cost(judge: LLMJudge, version: JudgeVersion) -> dict[str, Any] | None:
     if judge.kind == JudgeKind.EXTERNAL:
         return None  # nothing was called
-    from judging.services_llm import cost_of
 
     return dict(cost_of(version=version))
 
