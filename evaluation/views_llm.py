@@ -43,15 +43,14 @@ from judging.services_llm import (
     judge_add,
     judge_settings_of,
     judge_update,
-    judge_version_current,
     latest_calibration,
     llm_label_start,
     prefilter_audit,
 )
 
 from .forms_llm import JudgeForm, JudgeSettingsForm
-from .llm_report import figures, number, report_view
-from .services_calibration import calibration_start
+from .llm_report import number, report_view
+from .services_calibration import CalibrationError, calibration_start, judge_version_of
 
 JOB_KINDS = ("llm_label", "llm_calibrate")
 APPROVED, PREFILTER_ONLY, NOT_CALIBRATED = "approved for scale", "pre-filter only", "not calibrated"
@@ -90,7 +89,7 @@ def judges_page(request: HttpRequest, slug: str) -> HttpResponse:
 def _rows(project: Project) -> list[dict[str, Any]]:
     rows = []
     for judge in LLMJudge.objects.filter(project=project).order_by("name"):
-        version = judge_version_current(judge=judge)
+        version = judge_version_of(judge=judge)
         calibration = latest_calibration(version=version)
         rows.append(
             {
@@ -138,13 +137,13 @@ def judge_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     judge = _judge(access, name)
     form = JudgeForm(request.POST or None, initial=_initial(judge))
     if request.method == "POST" and judge.kind == JudgeKind.ENDPOINT and form.is_valid():
-        before = judge_version_current(judge=judge).digest
+        before = judge_version_of(judge=judge).digest
         try:
             judge = judge_update(judge=judge, **form.cleaned_data)
         except JudgeError as error:
             form.add_error(None, str(error))
         else:
-            _say_saved(request, before, judge_version_current(judge=judge))
+            _say_saved(request, before, judge_version_of(judge=judge))
             return redirect("llm_judge_detail", slug, judge.name)
     context = _detail(access, judge, form)
     if request.htmx:  # type: ignore[attr-defined]  # the progress partial, polled
@@ -172,7 +171,7 @@ def _initial(judge: LLMJudge) -> dict[str, Any]:
 
 
 def _detail(access: Access, judge: LLMJudge, form: JudgeForm) -> dict[str, Any]:
-    version = judge_version_current(judge=judge)
+    version = judge_version_of(judge=judge)
     calibration = latest_calibration(version=version)
     passed = gate_passed(version=version)
     screened = Screening.objects.filter(version=version).exists()
@@ -192,11 +191,25 @@ def _detail(access: Access, judge: LLMJudge, form: JudgeForm) -> dict[str, Any]:
         "polling": job is not None and job.active,
         "last_label": _last_label(judge),
         "counts": _counts(version),
-        "cost": figures(cost_of(version=version)),
+        "cost": _cost(cost_of(version=version)),
         "audit": prefilter_audit(version=version) if screened else None,
         "human_only": HumanOnlyQuery.objects.filter(project=access.project).count(),
         "is_endpoint": judge.kind == JudgeKind.ENDPOINT,
     }
+
+
+def _cost(cost: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(what, in all, per 1,000 judgments) lines of `cost_of`."""
+    per = cost.get("per_1000") or {}
+    rows = [
+        ("judgments stored", f"{cost.get('judgments', 0):,}", ""),
+        ("calls (with retries)", f"{cost.get('calls', 0):,}", ""),
+        ("input tokens", f"{cost.get('tokens_in', 0):,}", number(per.get("tokens_in"), 0)),
+        ("output tokens", f"{cost.get('tokens_out', 0):,}", number(per.get("tokens_out"), 0)),
+    ]
+    if cost.get("cost") is not None:
+        rows.append(("cost", number(cost["cost"], 2), number(per.get("cost"), 2)))
+    return rows
 
 
 def _versions(judge: LLMJudge) -> list[tuple[JudgeVersion, str]]:
@@ -249,8 +262,8 @@ def judge_calibrate(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
     judge = _judge(access, name)
     try:
-        _publish(calibration_start(judge=judge, user=request.user))  # type: ignore[arg-type]
-    except (JudgeError, QueueUnavailable) as error:
+        job_enqueue(calibration_start(judge=judge, user=request.user))  # type: ignore[arg-type]
+    except (JudgeError, CalibrationError, QueueUnavailable) as error:
         messages.error(request, f"Not started: {error}")
     else:
         messages.info(request, f"Calibrating {judge.name} on the double-judged pairs.")
@@ -273,8 +286,7 @@ def _label(request: HttpRequest, slug: str, name: str, mode: str) -> HttpRespons
     access = _get_project_for_lead(request, slug)
     judge = _judge(access, name)
     try:
-        job = llm_label_start(judge=judge, mode=mode, user=request.user)  # type: ignore[arg-type]
-        _publish(job)
+        llm_label_start(judge=judge, mode=mode, user=request.user)  # type: ignore[arg-type]
     except GateRefused as error:
         messages.error(request, f"Refused: {error}")
     except (JudgeError, QueueUnavailable) as error:
@@ -285,14 +297,6 @@ def _label(request: HttpRequest, slug: str, name: str, mode: str) -> HttpRespons
     return redirect("llm_judge_detail", slug, judge.name)
 
 
-def _publish(job: Job) -> None:
-    """Publish a job the service left queued (a second delivery of one it published itself
-    claims nothing: the worker's claim is a compare-and-set)."""
-    job.refresh_from_db(fields=["state"])
-    if job.state == JobState.QUEUED:
-        job_enqueue(job)
-
-
 # --------------------------------------------------------------------------- calibration
 
 
@@ -300,7 +304,7 @@ def _publish(job: Job) -> None:
 def judge_calibration(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
     judge = _judge(access, name)
-    version = judge_version_current(judge=judge)
+    version = judge_version_of(judge=judge)
     calibration = latest_calibration(version=version)
     context: dict[str, Any] = {
         "project": access.project,

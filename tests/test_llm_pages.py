@@ -18,7 +18,8 @@ from judging.models import (
     LLMJudge,
     LLMJudgment,
 )
-from judging.services_llm import judge_version_current, judgments_import
+from judging.services_import import judgments_import
+from judging.services_llm import judge_version_current
 from pooling.models import Pair
 from tests.agreement_judging import empty_cache  # noqa: F401 (a fixture)
 from tests.test_agreement_dashboard import Team, double_judged_project, judge, team_of

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from judging.models import Calibration, LLMJudge
-from judging.services_llm import judgments_import
+from judging.services_import import judgments_import
 from tests.agreement_judging import empty_cache  # noqa: F401 (a fixture)
 from tests.browser.test_csp import log_in, watched  # noqa: F401 (a fixture)
 from tests.test_agreement_dashboard import double_judged_project, judge, team_of
