@@ -15,7 +15,8 @@ RESERVED_NAMES = {"settings"}  # /judges/settings/ is the settings page, not a j
 
 
 def _required(what: str) -> dict[str, str]:
-    return {"required": f"Enter {what}.", "invalid": f"Enter {what}."}
+    said = f"Enter {what}."
+    return {"required": said, "invalid": said, "min_value": said, "max_value": said}
 
 
 class JudgeForm(forms.Form):
@@ -71,6 +72,8 @@ class JudgeForm(forms.Form):
     def clean_api_key_env(self) -> str:
         value: str = self.cleaned_data["api_key_env"].strip()
         if value and not ENV_NAME.fullmatch(value):
+            # Perhaps a key pasted by mistake: it is not written back into the page.
+            self.data = {name: self.data.get(name) for name in self.data} | {"api_key_env": ""}
             raise forms.ValidationError(
                 "Enter the NAME of the environment variable that holds the key (such as "
                 "OPENAI_API_KEY), not the key itself: letters, digits and underscores."

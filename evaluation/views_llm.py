@@ -64,6 +64,15 @@ def _judge(access: Access, name: str) -> LLMJudge:
     return get_object_or_404(LLMJudge, project=access.project, name=name)
 
 
+def _no_protocol(request: HttpRequest, access: Access) -> HttpResponse | None:
+    """A judge's prompt and version come from the published protocol: without one, the pages
+    say so (and link to the editor) instead of showing judges that cannot have a version."""
+    if access.project.current_protocol() is not None:
+        return None
+    context = {"project": access.project}
+    return render(request, "evaluation/llm_no_protocol.html", context)
+
+
 # --------------------------------------------------------------------------- the judges
 
 
@@ -72,6 +81,8 @@ def judges_page(request: HttpRequest, slug: str) -> HttpResponse:
     """The project's judges with their gate; POST adds one (the form comes back with what to
     fix when it cannot)."""
     access = _get_project_for_lead(request, slug)
+    if (refused := _no_protocol(request, access)) is not None:
+        return refused
     form = JudgeForm(request.POST or None, adding=True)
     if request.method == "POST" and form.is_valid():
         try:
@@ -134,6 +145,8 @@ def judge_detail(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     """One judge; POST saves its configuration. Polled by htmx (the job partial) while a
     calibration or a labelling run is under way."""
     access = _get_project_for_lead(request, slug)
+    if (refused := _no_protocol(request, access)) is not None:
+        return refused
     judge = _judge(access, name)
     form = JudgeForm(request.POST or None, initial=_initial(judge))
     if request.method == "POST" and judge.kind == JudgeKind.ENDPOINT and form.is_valid():
@@ -303,6 +316,8 @@ def _label(request: HttpRequest, slug: str, name: str, mode: str) -> HttpRespons
 @login_required
 def judge_calibration(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     access = _get_project_for_lead(request, slug)
+    if (refused := _no_protocol(request, access)) is not None:
+        return refused
     judge = _judge(access, name)
     version = judge_version_of(judge=judge)
     calibration = latest_calibration(version=version)
@@ -316,7 +331,7 @@ def judge_calibration(request: HttpRequest, slug: str, name: str) -> HttpRespons
         view = report_view(_report(calibration))
         context |= {
             "view": view,
-            "plot": kappa_plot(view.plot_rows, view.bar if view.bar is not None else 0.0),
+            "plot": kappa_plot(view.plot_rows, round(view.bar, 3) if view.bar is not None else 0.0),
             "heat": heatmap(view.confusion, view.labels) if view.confusion else None,
             "differences": _differences(access.project, version),
         }

@@ -5,12 +5,17 @@ the calibration report of an external judge, and escaping of what a model or a c
 from __future__ import annotations
 
 import re
+from html import unescape
 from pathlib import Path
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
-from jobs.models import Job
+from annotation.models import Role
+from annotation.services import membership_set, project_create
+from jobs.models import Job, JobState
+from jobs.services import job_create
 from judging.models import (
     Calibration,
     JudgeSettings,
@@ -22,7 +27,16 @@ from judging.services_import import judgments_import
 from judging.services_llm import judge_version_current
 from pooling.models import Pair
 from tests.agreement_judging import empty_cache  # noqa: F401 (a fixture)
-from tests.test_agreement_dashboard import Team, double_judged_project, judge, team_of
+from tests.conftest import make_user
+from tests.llm_project import server  # noqa: F401 (a fixture)
+from tests.llm_server import LLMServer, Reply
+from tests.test_agreement_dashboard import (
+    ALICE,
+    Team,
+    double_judged_project,
+    judge,
+    team_of,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -55,7 +69,7 @@ def _add(team: Team, **changes: str) -> tuple[int, str]:
 
 
 def _text(html: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+    return unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)))
 
 
 def test_it_keeps_annotators_and_outsiders_out(team: Team) -> None:
@@ -146,8 +160,9 @@ def test_it_calibrates_an_external_judge_and_says_why_it_was_refused(
     assert response.status_code == 200
     report = team.lead.get(_url("llm_judge_calibration", team, "umbrela")).content.decode()
     text = _text(report)
-    assert "Refused: pre-filter only" in text
-    assert "enough calibrated pairs" in text or "too few" in text.lower()
+    assert "Refused: pre-filter only" in text, text
+    assert "calibrated pairs : measured 10, needs >= 100." in text
+    assert "Have more pairs judged by two people" in text  # what to do about it
     assert '<svg class="heatmap"' in report and '<svg class="kappa-plot"' in report
     assert "human vs human (ceiling)" in report
     listing = team.lead.get(_url("llm_judges", team)).content.decode()
@@ -204,3 +219,62 @@ def test_it_checks_the_gate_settings_bounds(team: Team) -> None:
     response = team.lead.post(url, values | {"kappa_floor": "0.4"}, follow=True)
     assert "Saved." in response.content.decode()
     assert JudgeSettings.objects.get(project=team.project).kappa_floor == pytest.approx(0.4)
+
+
+def test_it_polls_a_running_calibration_with_cancel_then_reloads_when_it_ends(
+    team: Team,
+) -> None:
+    _add(team)
+    judge = LLMJudge.objects.get()
+    job = job_create(
+        project=team.project,
+        kind="llm_calibrate",
+        handler="evaluation.tasks.llm_calibrate_job",
+        params={"judge_id": judge.pk},
+    )
+    Job.objects.filter(pk=job.pk).update(state=JobState.RUNNING, progress=0.4, message="20 of 50")
+    detail = _url("llm_judge_detail", team, "gpt")
+    page = team.lead.get(detail).content.decode()
+    assert f'hx-get="{detail}" hx-trigger="every 1s"' in page
+    assert re.search(r'<button type="submit" class="primary" id="calibrate" disabled>', page)
+    partial = team.lead.get(detail, headers={"HX-Request": "true"})
+    body = partial.content.decode()
+    assert "<html" not in body and "40% · 20 of 50" in body and "HX-Refresh" not in partial
+    cancel = _url("job_cancel", team, str(job.pk))
+    assert f'action="{cancel}"' in body
+    team.lead.post(cancel, {"next": detail})
+    assert Job.objects.get(pk=job.pk).cancel_requested
+    assert "Stopping at the next check" in team.lead.get(detail).content.decode()
+    Job.objects.filter(pk=job.pk).update(state=JobState.DISCARDED)
+    ended = team.lead.get(detail, headers={"HX-Request": "true"})
+    assert ended["HX-Refresh"] == "true"
+
+
+def test_it_asks_for_the_protocol_before_any_judge() -> None:
+    project = project_create(slug="bare", name="Bare")
+    lead = make_user("lena")
+    membership_set(project=project, user=lead, role=Role.LEAD)
+    client = Client()
+    client.force_login(lead)
+    page = client.get(reverse("llm_judges", args=["bare"])).content.decode()
+    assert "Publish the protocol first" in page and reverse("protocol_edit", args=["bare"]) in page
+    response = client.post(reverse("llm_judges", args=["bare"]), ENDPOINT)
+    assert "Publish the protocol first" in response.content.decode()
+    assert not LLMJudge.objects.exists()
+
+
+def test_it_pre_filters_with_an_uncalibrated_judge_and_shows_the_audit(
+    team: Team,
+    server: LLMServer,  # noqa: F811
+) -> None:
+    server.default = lambda key: Reply.grade(ALICE[f"d{key[1].split()[-1]}"], reason="seen")
+    _add(team, base_url=server.url, api_key_env="")
+    response = team.lead.post(_url("llm_judge_prefilter", team, "gpt"), follow=True)
+    page = response.content.decode()
+    assert "Pre-filtering with gpt" in page, _text(page)[:2000]
+    text = _text(page)
+    assert "Last labelling run (pre-filter)" in text
+    assert re.search(r"labelled 10 calls 10 unreadable 0 failed 0", text)
+    # alice's grade 0 on d0 and d4 of both queries: four pairs screened out, no audit at 10 %
+    assert "4 pairs screened out, 0 of them kept for the humans as the audit" in text
+    assert "Pre-filter audit screened out 4" in text

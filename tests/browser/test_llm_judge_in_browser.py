@@ -13,7 +13,9 @@ from judging.models import Calibration, LLMJudge
 from judging.services_import import judgments_import
 from tests.agreement_judging import empty_cache  # noqa: F401 (a fixture)
 from tests.browser.test_csp import log_in, watched  # noqa: F401 (a fixture)
-from tests.test_agreement_dashboard import double_judged_project, judge, team_of
+from tests.llm_project import server  # noqa: F401 (a fixture)
+from tests.llm_server import LLMServer, Reply
+from tests.test_agreement_dashboard import ALICE, double_judged_project, judge, team_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -75,4 +77,60 @@ def test_the_lead_adds_a_judge_whose_labelling_waits_for_a_pass(
     assert page.locator("#label").is_disabled()
     assert "has not been calibrated" in page.locator("#label-refusal").inner_text()
     assert LLMJudge.objects.get().api_key_env == "LOCAL_KEY"
+    assert reports == []
+
+
+def test_the_lead_calibrates_an_endpoint_judge_then_labels_at_scale(
+    live_server,
+    watched,  # noqa: F811
+    server: LLMServer,  # noqa: F811
+) -> None:
+    """Against the local OpenAI-protocol server: the judge answers alice's grades (with a
+    reason a model could write), passes a gate lowered to the project's ten pairs, labels, and
+    a changed model turns Label at scale off again."""
+    page, reports = watched
+    page.on("dialog", lambda dialog: dialog.accept())
+    team = team_of(double_judged_project())
+    judge(team)
+    server.default = lambda key: Reply.grade(
+        ALICE[f"d{key[1].split()[-1]}"], reason="<b>bold</b> claim & more"
+    )
+
+    log_in(page, live_server, "lena", f"/p/{team.slug}/judges/settings/")
+    page.fill("input[name=min_pairs]", "10")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Save").click()
+    assert "Saved." in page.locator(".messages").inner_text()
+
+    page.goto(f"{live_server.url}/p/{team.slug}/judges/")
+    page.fill("input[name=name]", "local")
+    page.fill("input[name=base_url]", server.url)
+    page.fill("input[name=model]", "test-model")
+    page.fill("input[name=timeout]", "5")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Add the judge").click()
+    assert page.locator("#label").is_disabled()
+    with page.expect_navigation():
+        page.locator("#calibrate").click()
+    page.locator("#last-calibration").wait_for()
+    assert "passed" in page.locator("#last-calibration").inner_text()
+    assert "approved for scale" in page.locator("h1").inner_text()
+    assert server.requests >= 10
+    with page.expect_navigation():
+        page.locator("#label").click()
+    page.locator("#last-label").wait_for()
+    assert "Labelling at scale with local" in page.locator(".messages").inner_text()
+
+    with page.expect_navigation():
+        page.get_by_role("link", name="Read the report").click()
+    assert "Approved for labelling at scale" in page.locator("#verdict").inner_text()
+    assert page.locator("svg.heatmap").is_visible()
+
+    page.goto(f"{live_server.url}/p/{team.slug}/judges/local/")
+    page.fill("input[name=model]", "another-model")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Save", exact=True).click()
+    assert "calibrate again" in page.locator(".messages").inner_text()
+    assert page.locator("#label").is_disabled()
+    assert "not calibrated" in page.locator("h1").inner_text()
     assert reports == []
