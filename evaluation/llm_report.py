@@ -44,6 +44,21 @@ CONDITION_WORDS = {
 }
 
 
+# The report's keys as people read them (a key not listed is shown with spaces for "_").
+NAMES = {
+    "mean_diff": "mean grade difference (judge − humans)",
+    "positive_rate_llm": "the judge's positive rate",
+    "positive_rate_human": "the humans' positive rate",
+    "ratio": "positive rate ratio (judge / humans)",
+    "pairs": "pairs",
+    "n": "comparisons",
+    "kappa": "κ",
+    "kappa_linear": "κ, linear weights",
+    "kappa_quadratic": "κ, quadratic weights",
+    "kappa_binary": "κ, binary",
+}
+
+
 @dataclass(frozen=True)
 class Condition:
     code: str
@@ -138,16 +153,16 @@ def _plot_rows(report: Mapping[str, Any]) -> tuple[PlotInput, ...]:
     each other (the ceiling the judge is measured by)."""
     ci = report.get("ci") or {}
     n = int(report.get("n") or 0)
-    rows = [PlotInput("LLM", "LLM vs humans", _kappa(report.get("kappa")), _ci(ci, "kappa"), n)]
+    rows = [PlotInput("LLM", "vs humans", _kappa(report.get("kappa")), _ci(ci, "kappa"), n)]
     consensus = report.get("consensus")
     if isinstance(consensus, Mapping) and "kappa" in consensus:
-        rows.append(_row("LLM", "LLM vs consensus", consensus, n))
+        rows.append(_row("LLM", "vs consensus", consensus, n))
     for name, entry in _people(report.get("per_human")):
-        rows.append(_row("LLM", f"LLM vs {name}", entry, n))
+        rows.append(_row("LLM", f"vs {name}", entry, n))
     rows.append(
         PlotInput(
             "humans",
-            "human vs human (ceiling)",
+            "ceiling: each other",
             _kappa(report.get("human_kappa")),
             _ci(ci, "human_kappa"),
             n,
@@ -235,8 +250,12 @@ def figures(value: Any, name: str = "value") -> tuple[Figure, ...]:
     if value is None:
         return ()
     if isinstance(value, Mapping):
-        return tuple(Figure(str(k).replace("_", " "), number(v)) for k, v in value.items())
+        return tuple(Figure(_name(k), number(v)) for k, v in value.items())
     return (Figure(name, number(value)),)
+
+
+def _name(key: Any) -> str:
+    return NAMES.get(str(key), str(key).replace("_", " "))
 
 
 def number(value: Any, digits: int = 3) -> str:
@@ -250,9 +269,7 @@ def number(value: Any, digits: int = 3) -> str:
     if isinstance(value, Sequence) and not isinstance(value, str):
         return "[" + ", ".join(number(v, digits) for v in value) + "]"
     if isinstance(value, Mapping):
-        return ", ".join(
-            f"{str(k).replace('_', ' ')} {number(v, digits)}" for k, v in value.items()
-        )
+        return ", ".join(f"{_name(k)} {number(v, digits)}" for k, v in value.items())
     return str(value)
 
 

@@ -26,6 +26,7 @@ from annotation.models import Project
 from jobs.errors import QueueUnavailable
 from jobs.models import Job, JobState
 from jobs.services import job_enqueue
+from judging.llm_prompt import DEFAULT_TEMPLATE
 from judging.models import (
     Calibration,
     HumanOnlyQuery,
@@ -93,7 +94,12 @@ def judges_page(request: HttpRequest, slug: str) -> HttpResponse:
             messages.info(request, f"Judge {judge.name} added. Calibrate it before it labels.")
             return redirect("llm_judge_detail", slug, judge.name)
     status = 400 if form.errors else 200
-    context = {"project": access.project, "form": form, "rows": _rows(access.project)}
+    context = {
+        "project": access.project,
+        "form": form,
+        "rows": _rows(access.project),
+        "default_template": DEFAULT_TEMPLATE,
+    }
     return render(request, "evaluation/llm_judges.html", context, status=status)
 
 
@@ -208,6 +214,7 @@ def _detail(access: Access, judge: LLMJudge, form: JudgeForm) -> dict[str, Any]:
         "audit": prefilter_audit(version=version) if screened else None,
         "human_only": HumanOnlyQuery.objects.filter(project=access.project).count(),
         "is_endpoint": judge.kind == JudgeKind.ENDPOINT,
+        "default_template": DEFAULT_TEMPLATE,
     }
 
 
@@ -215,14 +222,18 @@ def _cost(cost: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(what, in all, per 1,000 judgments) lines of `cost_of`."""
     per = cost.get("per_1000") or {}
     rows = [
-        ("judgments stored", f"{cost.get('judgments', 0):,}", ""),
-        ("calls (with retries)", f"{cost.get('calls', 0):,}", ""),
-        ("input tokens", f"{cost.get('tokens_in', 0):,}", number(per.get("tokens_in"), 0)),
-        ("output tokens", f"{cost.get('tokens_out', 0):,}", number(per.get("tokens_out"), 0)),
+        ("answers stored (with test–retest)", _whole(cost.get("judgments")), ""),
+        ("calls (with retries)", _whole(cost.get("calls")), ""),
+        ("input tokens", _whole(cost.get("tokens_in")), _whole(per.get("tokens_in"))),
+        ("output tokens", _whole(cost.get("tokens_out")), _whole(per.get("tokens_out"))),
     ]
     if cost.get("cost") is not None:
         rows.append(("cost", number(cost["cost"], 2), number(per.get("cost"), 2)))
     return rows
+
+
+def _whole(value: float | None) -> str:
+    return "—" if value is None else f"{round(value):,}"
 
 
 def _versions(judge: LLMJudge) -> list[tuple[JudgeVersion, str]]:

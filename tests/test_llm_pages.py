@@ -115,6 +115,9 @@ def test_it_says_what_to_fix_when_a_judge_cannot_be_added(team: Team) -> None:
     assert "from 1 to 256" in page
     assert "sk-proj-abc123" not in page  # a key typed by mistake is not written back
     assert not LLMJudge.objects.exists()
+    status, page = _add(team, prompt_template="Grade $doc for $query")
+    assert status == 400 and "Unknown placeholder $doc" in _text(page)
+    assert "Grade $doc for $query</textarea>" in page  # kept, to be corrected
     status, page = _add(team, name="settings")
     assert status == 400 and "choose another name" in page
     _add(team)
@@ -139,7 +142,7 @@ def test_it_says_a_changed_configuration_is_a_new_version(team: Team) -> None:
 def test_it_refuses_to_label_before_a_passed_calibration(team: Team) -> None:
     _add(team)
     page = team.lead.get(_url("llm_judge_detail", team, "gpt")).content.decode()
-    button = re.search(r'<button type="submit" id="label"[^>]*>', page)
+    button = re.search(r'<button type="submit" class="button" id="label"[^>]*>', page)
     assert button is not None and "disabled" in button.group(0)
     assert "Label at scale is off. This version has not been calibrated" in _text(page)
     response = team.lead.post(_url("llm_judge_label", team, "gpt"), follow=True)
@@ -164,7 +167,7 @@ def test_it_calibrates_an_external_judge_and_says_why_it_was_refused(
     assert "calibrated pairs : measured 10, needs >= 100." in text
     assert "Have more pairs judged by two people" in text  # what to do about it
     assert '<svg class="heatmap"' in report and '<svg class="kappa-plot"' in report
-    assert "human vs human (ceiling)" in report
+    assert "ceiling: each other" in report
     listing = team.lead.get(_url("llm_judges", team)).content.decode()
     assert "pre-filter only" in listing
     calibration = Calibration.objects.get()

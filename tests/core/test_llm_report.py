@@ -54,7 +54,7 @@ def test_it_names_the_failed_conditions_with_what_to_do() -> None:
 def test_it_plots_the_judge_each_person_and_the_ceiling() -> None:
     view = report_view(REPORT)
     labels = [row.label for row in view.plot_rows]
-    assert labels == ["LLM vs humans", "LLM vs alice", "LLM vs bob", "human vs human (ceiling)"]
+    assert labels == ["vs humans", "vs alice", "vs bob", "ceiling: each other"]
     assert view.plot_rows[0].ci == (0.3, 0.5) and view.bar == pytest.approx(0.57)
     assert view.confusion == REPORT["confusion"]
 
