@@ -213,6 +213,7 @@ def _detail(access: Access, judge: LLMJudge, form: JudgeForm) -> dict[str, Any]:
         "cost": _cost(cost_of(version=version)),
         "audit": prefilter_audit(version=version) if screened else None,
         "human_only": HumanOnlyQuery.objects.filter(project=access.project).count(),
+        "human_only_share": judge_settings_of(project=access.project).human_only_share,
         "is_endpoint": judge.kind == JudgeKind.ENDPOINT,
         "default_template": DEFAULT_TEMPLATE,
     }

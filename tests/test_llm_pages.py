@@ -145,6 +145,7 @@ def test_it_refuses_to_label_before_a_passed_calibration(team: Team) -> None:
     button = re.search(r'<button type="submit" class="button" id="label"[^>]*>', page)
     assert button is not None and "disabled" in button.group(0)
     assert "Label at scale is off. This version has not been calibrated" in _text(page)
+    assert "The human-only slice, 10 % of each stratum's queries, is drawn" in _text(page)
     response = team.lead.post(_url("llm_judge_label", team, "gpt"), follow=True)
     assert "Refused:" in response.content.decode()
     assert not Job.objects.filter(kind="llm_label").exists()
