@@ -18,6 +18,7 @@ from annotation import views as annotation_views
 from annotation import views_protocol as protocol_views
 from assay.health import healthz
 from evaluation import views as evaluation_views
+from evaluation import views_llm as llm_views
 from jobs import views as jobs_views
 from judging import api as judging_api
 from judging import views as judging_views
@@ -120,6 +121,26 @@ urlpatterns = [
         "p/<slug:slug>/agreement/settings/",
         agreement_views.settings_save,
         name="agreement_settings",
+    ),
+    path("p/<slug:slug>/judges/", llm_views.judges_page, name="llm_judges"),
+    # before <name>/: a judge cannot be called "settings" (the add form refuses the name)
+    path("p/<slug:slug>/judges/settings/", llm_views.judge_settings, name="llm_judge_settings"),
+    path("p/<slug:slug>/judges/<slug:name>/", llm_views.judge_detail, name="llm_judge_detail"),
+    path(
+        "p/<slug:slug>/judges/<slug:name>/calibration/",
+        llm_views.judge_calibration,
+        name="llm_judge_calibration",
+    ),
+    path(
+        "p/<slug:slug>/judges/<slug:name>/calibrate/",
+        llm_views.judge_calibrate,
+        name="llm_judge_calibrate",
+    ),
+    path("p/<slug:slug>/judges/<slug:name>/label/", llm_views.judge_label, name="llm_judge_label"),
+    path(
+        "p/<slug:slug>/judges/<slug:name>/prefilter/",
+        llm_views.judge_prefilter,
+        name="llm_judge_prefilter",
     ),
     path("p/<slug:slug>/protocol/", protocol_views.protocol_detail, name="protocol_detail"),
     path("p/<slug:slug>/protocol/diff/", protocol_views.protocol_diff_view, name="protocol_diff"),
