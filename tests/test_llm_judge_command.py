@@ -14,6 +14,10 @@ from evaluation.services_calibration import calibration_report, calibration_subs
 from jobs.models import Job
 from judging.models import Calibration, JudgeSettings, LLMJudge, LLMJudgment
 from tests.conftest import World
+from tests.llm_project import server
+from tests.llm_server import LLMServer, Reply
+
+__all__ = ["server"]  # the fixture, used by name
 
 pytestmark = pytest.mark.django_db
 
@@ -201,44 +205,25 @@ def test_it_calibrates_an_external_judge_of_the_labels_imported_last(
 
 
 def test_it_asks_an_endpoint_judge_for_the_subset_and_a_seeded_retest_sample(
-    judged: World, monkeypatch: pytest.MonkeyPatch
+    judged: World, server: LLMServer
 ) -> None:
-    """The engine (`judging.services_llm`) stands in here as a module that records what it is
-    asked and answers with the humans' grades; its own tests drive a real endpoint."""
-    from types import SimpleNamespace
-
-    from evaluation.services_calibration import calibration_run
-    from judging.models import JudgeVersion, LLMStatus
-
-    truth = {r.pair_id: r.grade for r in LLMJudgment.objects.all()}
-    asked: list[tuple[int, list[int]]] = []
-
-    def label_pairs(*, version, pair_ids, concurrency, repeat=0, progress=None, job=None):
-        asked.append((repeat, list(pair_ids)))
-        for pair in pair_ids:
-            LLMJudgment.objects.get_or_create(
-                version=version,
-                pair_id=pair,
-                repeat=repeat,
-                defaults={"status": LLMStatus.OK, "grade": truth[pair]},
-            )
-
-    def version_current(*, judge):
-        return JudgeVersion.objects.get_or_create(judge=judge, digest="e" * 64)[0]
-
-    engine = SimpleNamespace(llm_label_pairs=label_pairs, judge_version_current=version_current)
-    monkeypatch.setitem(__import__("sys").modules, "judging.services_llm", engine)
+    """Through `llm_judge add` and `calibrate`, against a local endpoint: every double-judged
+    pair asked once, a retest sample asked a second time, and a second calibration of the same
+    version asks for nothing (its answers are stored)."""
     JudgeSettings.objects.create(project=judged.project, min_pairs=8, retest_sample=3)
-    judge = LLMJudge.objects.create(
-        project=judged.project, name="gpt", base_url="http://x/v1", model="m"
-    )
-    first = calibration_run(judge=judge)
-    again = calibration_run(judge=judge)
-    assert [repeat for repeat, _ in asked] == [0, 1, 0, 1]
-    assert sorted(asked[0][1]) == sorted(truth) and len(asked[1][1]) == 3
-    assert asked[1][1] == asked[3][1]  # seeded by the version: a rerun asks for the same pairs
-    assert first.report["retest"] == pytest.approx(1.0) and first.report["retest_n"] == 3
-    assert first.passed and again.passed
+    server.default = lambda key: Reply.grade(2)
+    code, _, _ = _run("llm_judge", "add", "acme", "gpt", "--base-url", server.url, "--model", "m")
+    assert code == 0
+    code, out, _ = _run("llm_judge", "calibrate", "acme", "gpt", "--format", "json")
+    report = json.loads(out)
+    version = LLMJudge.objects.get(name="gpt").versions.get()
+    asked = LLMJudgment.objects.filter(version=version)
+    assert asked.filter(repeat=0).count() == 8 and asked.filter(repeat=1).count() == 3
+    assert server.requests == 11 and report["n"] == 8 and report["retest_n"] == 3
+    assert report["retest"] is None  # both askings all 2: kappa is undefined, shown as null
+    assert report["version"] == version.digest and code == 3  # all 2s: no agreement beyond chance
+    again = json.loads(_run("llm_judge", "calibrate", "acme", "gpt", "--format", "json")[1])
+    assert server.requests == 11 and again["n"] == 8 and Calibration.objects.count() == 2
 
 
 def test_it_has_nothing_to_call_for_a_passed_external_judge(judged: World) -> None:
@@ -246,3 +231,39 @@ def test_it_has_nothing_to_call_for_a_passed_external_judge(judged: World) -> No
     assert _run("llm_judge", "calibrate", "acme", "umbrela")[0] == 0
     with pytest.raises(CommandError, match="is external"):
         _run("llm_judge", "label", "acme", "umbrela")
+
+
+def test_it_labels_through_an_endpoint_only_after_the_version_passed(
+    judged: World, server: LLMServer
+) -> None:
+    """An endpoint that answers as the humans did passes calibration (exit 0); `label` then
+    calls it for the pairs it has not answered, and a second `label` calls nothing."""
+    from pooling.models import Pair
+
+    JudgeSettings.objects.create(project=judged.project, min_pairs=8, retest_sample=3)
+    truth = dict(zip(PAIRS, GRADES, strict=True))
+    project = judged.project
+    extra = project.documents.create(docid="d9", title="Doc nine", text="More text.")
+    for query in project.queries.all():
+        Pair.objects.create(query=query, document=extra)  # nobody graded these
+    pairs = Pair.objects.filter(query__project=judged.project).select_related("query", "document")
+    grades = {
+        (p.query.text, p.document.title): truth.get(f"{p.query.qid} 0 {p.document.docid}", 0)
+        for p in pairs
+    }
+    server.default = lambda key: Reply.grade(grades[key])
+    _run("llm_judge", "add", "acme", "gpt", "--base-url", server.url, "--model", "m")
+    code, out, _ = _run("llm_judge", "label", "acme", "gpt", "--format", "json")
+    assert code == 3 and server.requests == 0
+    code, out, _ = _run("llm_judge", "calibrate", "acme", "gpt", "--format", "json")
+    assert code == 0 and json.loads(out)["passed"] is True
+    before = server.requests
+    code, out, _ = _run("llm_judge", "label", "acme", "gpt", "--format", "json")
+    result = json.loads(out)
+    assert code == 0 and set(result) >= {
+        "labelled", "calls", "parse_failures", "failed", "skipped_existing"
+    }  # fmt: skip
+    assert len(grades) > 8 and result["calls"] == server.requests - before == len(grades) - 8
+    assert result["skipped_existing"] == 8 and result["failed"] == 0
+    code, out, _ = _run("llm_judge", "label", "acme", "gpt", "--format", "json")
+    assert code == 0 and json.loads(out)["calls"] == 0
