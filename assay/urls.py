@@ -17,6 +17,7 @@ from agreement import views_gold
 from annotation import views as annotation_views
 from annotation import views_protocol as protocol_views
 from assay.health import healthz
+from evaluation import api_llm as evaluation_api_llm
 from evaluation import views as evaluation_views
 from evaluation import views_llm as llm_views
 from jobs import views as jobs_views
@@ -203,6 +204,21 @@ urlpatterns = [
         "api/projects/<slug:slug>/judgments/",
         judging_api.JudgmentCreateView.as_view(),
         name="api_judgments",
+    ),
+    path(
+        "api/projects/<slug:slug>/judges/<slug:name>/",
+        evaluation_api_llm.JudgeStatusView.as_view(),
+        name="api_llm_judge",
+    ),
+    path(
+        "api/projects/<slug:slug>/judges/<slug:name>/calibration/",
+        evaluation_api_llm.JudgeCalibrationView.as_view(),
+        name="api_llm_judge_calibration",
+    ),
+    path(
+        "api/projects/<slug:slug>/judges/<slug:name>/label/",
+        evaluation_api_llm.JudgeLabelView.as_view(),
+        name="api_llm_judge_label",
     ),
     path(
         "api/projects/<slug:slug>/agreement/",

@@ -13,26 +13,24 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db.models import Count
 
 from annotation.cli import project_by_slug
 from annotation.models import Project
 from assay import options as bounded
 from jobs.models import Job, JobState
 from jobs.run import job_run_inline
-from judging.models import Calibration, JudgeKind, JudgeVersion, LLMJudge, Screening
+from judging.models import JudgeKind, JudgeVersion, LLMJudge
 from judging.services_llm import (
     GateRefused,
     JudgeError,
-    cost_of,
     gate_passed,
     judge_add,
     judge_version_current,
     latest_calibration,
     llm_label_start,
 )
-from pooling.models import Pair
 
+from ...judge_status import judge_status
 from ...services_calibration import CalibrationError, calibration_start, judge_version_of
 
 REFUSED = 3
@@ -269,53 +267,6 @@ def calibration_text(report: dict[str, Any]) -> str:
         mark = mark if c["measured"] or not c["passed"] else "n/a "
         lines.append(f"  {mark} {c['code']}: {c['label']}: {_fmt(c['value'])} ({c['bound']})")
     return "\n".join(lines)
-
-
-def judge_status(judge: LLMJudge) -> dict[str, Any]:
-    """The `status` JSON: version, gate, last calibration, counts, cost."""
-    version = judge_version_of(judge=judge)
-    latest: Calibration | None = latest_calibration(version=version)
-    by_status = dict(
-        version.judgments.filter(repeat=0).values_list("status").annotate(n=Count("id"))
-    )
-    gate = "not calibrated" if latest is None else "passed" if latest.passed else "refused"
-    return {
-        "judge": judge.name,
-        "kind": judge.kind,
-        "model": judge.model,
-        "base_url": judge.base_url,
-        "version": version.digest,
-        "gate": gate,
-        "calibration": None if latest is None else _summary(latest),
-        "counts": {
-            "pairs": Pair.objects.filter(query__project=judge.project).count(),
-            "labelled": sum(by_status.values()),
-            "ok": by_status.get("ok", 0),
-            "parse_failure": by_status.get("parse_failure", 0),
-            "failed": by_status.get("failed", 0),
-            "retest": version.judgments.filter(repeat=1).count(),
-            "screened": Screening.objects.filter(version=version).count(),
-        },
-        "cost": _cost(judge, version),
-    }
-
-
-def _summary(calibration: Calibration) -> dict[str, Any]:
-    report = calibration.report
-    return {
-        "at": calibration.created_at.isoformat(),
-        "n": calibration.n,
-        "passed": calibration.passed,
-        "reasons": calibration.reasons,
-        **{key: report.get(key) for key in ("kappa", "kappa_binary", "human_kappa", "tau")},
-    }
-
-
-def _cost(judge: LLMJudge, version: JudgeVersion) -> dict[str, Any] | None:
-    if judge.kind == JudgeKind.EXTERNAL:
-        return None  # nothing was called
-
-    return dict(cost_of(version=version))
 
 
 def status_text(status: dict[str, Any]) -> str:
