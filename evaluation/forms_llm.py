@@ -53,6 +53,8 @@ class JudgeForm(forms.Form):
         initial=4,
         error_messages=_required("how many times a call is retried, from 0 to 10"),
     )
+    price_input = forms.FloatField(min_value=0, max_value=1e6, required=False)
+    price_output = forms.FloatField(min_value=0, max_value=1e6, required=False)
     reasoning = forms.BooleanField(required=False)
     prompt_template = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}))
 

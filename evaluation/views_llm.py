@@ -186,7 +186,8 @@ def _say_saved(request: HttpRequest, before: str, version: JudgeVersion) -> None
 
 def _initial(judge: LLMJudge) -> dict[str, Any]:
     fields = ("base_url", "model", "api_key_env", "concurrency", "timeout", "max_retries")
-    return {name: getattr(judge, name) for name in (*fields, "reasoning", "prompt_template")}
+    more = ("reasoning", "prompt_template", "price_input", "price_output")
+    return {name: getattr(judge, name) for name in (*fields, *more)}
 
 
 def _detail(access: Access, judge: LLMJudge, form: JudgeForm) -> dict[str, Any]:

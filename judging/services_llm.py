@@ -95,6 +95,8 @@ def judge_add(
     max_retries: int = 4,
     prompt_template: str = "",
     reasoning: bool = False,
+    price_input: float | None = None,
+    price_output: float | None = None,
     user: User | None = None,
 ) -> LLMJudge:
     """A judge calling an OpenAI-compatible endpoint (its key read from `api_key_env` at call
@@ -115,6 +117,8 @@ def judge_add(
         max_retries=max_retries,
         prompt_template=prompt_template,
         reasoning=reasoning,
+        price_input=price_input,
+        price_output=price_output,
         created_by=user,
     )
     _validate(judge)

@@ -252,7 +252,8 @@ def test_it_labels_through_an_endpoint_only_after_the_version_passed(
         for p in pairs
     }
     server.default = lambda key: Reply.grade(grades[key])
-    _run("llm_judge", "add", "acme", "gpt", "--base-url", server.url, "--model", "m")
+    prices = ("--price-input", "2.5", "--price-output", "10")
+    _run("llm_judge", "add", "acme", "gpt", "--base-url", server.url, "--model", "m", *prices)
     code, out, _ = _run("llm_judge", "label", "acme", "gpt", "--format", "json")
     assert code == 3 and server.requests == 0
     code, out, _ = _run("llm_judge", "calibrate", "acme", "gpt", "--format", "json")
@@ -267,3 +268,7 @@ def test_it_labels_through_an_endpoint_only_after_the_version_passed(
     assert result["skipped_existing"] == 8 and result["failed"] == 0
     code, out, _ = _run("llm_judge", "label", "acme", "gpt", "--format", "json")
     assert code == 0 and json.loads(out)["calls"] == 0
+    cost = json.loads(_run("llm_judge", "status", "acme", "gpt", "--format", "json")[1])["cost"]
+    assert cost["price_input"] == 2.5 and cost["tokens_in"] > 0
+    expected = (cost["tokens_in"] * 2.5 + cost["tokens_out"] * 10) / 1e6
+    assert cost["cost"] == pytest.approx(expected)

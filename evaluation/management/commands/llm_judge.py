@@ -61,6 +61,13 @@ class Command(BaseCommand):
         add.add_argument("--timeout", type=bounded.real_number(0.001, 3600), default=60.0)
         add.add_argument("--max-retries", type=bounded.whole_number(0, 10), default=4)
         add.add_argument("--prompt", metavar="FILE", help="a prompt template file")
+        for side in ("input", "output"):
+            add.add_argument(
+                f"--price-{side}",
+                type=bounded.real_number(0, 1e6),
+                metavar="PRICE",
+                help=f"price per million {side} tokens, for the cost per 1,000 judgments",
+            )
         calibrate = actions.add_parser("calibrate", help="calibrate against the humans")
         _names(calibrate)
         _format(calibrate)
@@ -108,6 +115,8 @@ class Command(BaseCommand):
                 timeout=options["timeout"],
                 max_retries=options["max_retries"],
                 prompt_template=template,
+                price_input=options["price_input"],
+                price_output=options["price_output"],
             )
         except JudgeError as error:
             raise CommandError(str(error)) from error
