@@ -117,6 +117,13 @@ class Document(models.Model):
     docid = models.CharField(max_length=200)
     title = models.TextField(blank=True)
     text = models.TextField()
+    # A database default too: the corpus import copies rows in naming only the columns it has.
+    metadata = models.JSONField(
+        default=dict,
+        db_default=models.Value({}, output_field=models.JSONField()),
+        blank=True,
+        help_text="the corpus file's metadata (dates, sources, ...)",
+    )
 
     class Meta:
         constraints = [
