@@ -87,8 +87,8 @@ class JudgeLabelView(APIView):
         ),
     )
     def post(self, request: Request, slug: str, name: str) -> Response:
+        given = LabelIn(data=request.data)  # a malformed body is a 400 before anything else
         judge = _judge(request, slug, name)
-        given = LabelIn(data=request.data)
         given.is_valid(raise_exception=True)
         mode, limit = given.validated_data["mode"], given.validated_data.get("limit")
         try:
