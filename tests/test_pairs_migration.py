@@ -41,10 +41,11 @@ def latest() -> list[tuple[str, str]]:
 
 
 def before() -> list[tuple[str, str | None]]:
-    """Every other app as it is now, judging and pooling before pairs; agreement, whose
-    tables point at pairs, before its first migration."""
-    apps_after = ("judging", "pooling", "agreement")
-    return [leaf for leaf in latest() if leaf[0] not in apps_after] + [*BEFORE, ("agreement", None)]
+    """Every other app as it is now, judging and pooling before pairs; agreement and
+    evaluation, whose tables point at pairs, before their first migration."""
+    apps_after = ("judging", "pooling", "agreement", "evaluation")
+    zero: list[tuple[str, str | None]] = [("agreement", None), ("evaluation", None)]
+    return [leaf for leaf in latest() if leaf[0] not in apps_after] + [*BEFORE, *zero]
 
 
 def _nodes(targets: list[tuple[str, str | None]]) -> list[tuple[str, str]]:
