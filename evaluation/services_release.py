@@ -1,0 +1,572 @@
+"""Qrels releases: numbered, immutable snapshots of the final labels under a stated policy,
+their diff, and every archived run scored under each release.
+
+A release's labels, by policy (each adds to the one before):
+
+- ``humans``: the people's current grades (`agreement.labels`: one judge, or all agreeing;
+  pairs whose judges disagree by the ``unresolved`` policy); adjudications are left out;
+- ``adjudicated``: the final labels the project exports (`final_labels_of`: a lead's latest
+  adjudication stands over the judges);
+- ``llm``: and, for pairs no person labelled, the grade of the newest judge version whose
+  gate passed (its `ok` answer, repeat 0), never on a query of the human-only slice.
+
+The labels are copied with their provenance (who; which judge version), so a release reads
+the same whatever is judged, adjudicated or deleted later. Its content hash is the sha256 of
+its TREC qrels file, byte for byte what the download serves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import connection, transaction
+from django.db.models import Count, Max
+
+from agreement.labels import FinalLabel, Policy, Provenance, final_labels, policy_of
+from agreement.services_adjudication import final_labels_of, latest_adjudications, pair_grades
+from annotation.models import Project, Query
+from formats.trec import format_qrels_line
+from jobs.errors import QueueUnavailable
+from jobs.models import Job
+from jobs.services import job_create, job_enqueue
+from judging.answers import current_answers
+from judging.models import HumanOnlyQuery, JudgeVersion, Kind, LLMJudgment, LLMStatus
+from judging.pools import project_lock
+from judging.services_llm import gate_passed, latest_calibration
+from pooling.models import Pool, Run, RunResult
+from sampling.models import QuerySample
+
+from . import measures
+from .models import (
+    LabelSource,
+    Release,
+    ReleaseLabel,
+    ReleasePolicy,
+    RunEvaluation,
+    UnresolvedPolicy,
+)
+from .rescore import Resamples, qrels_table, ranked_rows, stored
+
+log = logging.getLogger(__name__)
+
+STORED_CONTRACT = measures.Contract()
+STORED_MEASURES = ["ndcg@10", "recall@100", "mrr", "map", "p@10", "hit@5", "hit@10", "judged@10"]
+RESAMPLES = 10_000
+SEED = 0
+RESCORE = "release_rescore"
+RESCORE_HANDLER = "evaluation.tasks.release_rescore_job"
+BATCH = 5_000  # labels per INSERT
+MANIFEST_FORMAT = 1
+
+
+class ReleaseError(ValueError):
+    """A release that cannot be cut as asked; the message says why."""
+
+
+# --------------------------------------------------------------------------- labels
+
+
+@dataclass(frozen=True)
+class Label:
+    """One label of a release being cut, with its provenance."""
+
+    pair_id: int | None
+    qid: str
+    docid: str
+    grade: int
+    source: str
+    by: tuple[str, ...] = ()
+    judge_version_id: int | None = None
+
+
+@dataclass
+class _Humans:
+    """What the people said, from one read of the current answers: who graded each pair,
+    and under which protocol versions."""
+
+    graders: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
+    protocols: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
+
+    @classmethod
+    def read(cls, project: Project) -> _Humans:
+        humans = cls()
+        for answer in current_answers(project_id=project.pk):
+            if answer.kind == Kind.GRADE and answer.grade is not None:
+                humans.graders[answer.pair_id].append(answer.username)
+                if answer.protocol is not None:
+                    humans.protocols[answer.pair_id].add(answer.protocol)
+        return humans
+
+
+def _final(project: Project, policy: str, unresolved: Policy) -> tuple[FinalLabel, ...]:
+    """The people's final labels under the policy (the rules are `agreement.labels`')."""
+    if policy == ReleasePolicy.HUMANS:
+        people = [replace(p, adjudicated=None) for p in pair_grades(project=project) if p.grades]
+        return final_labels(people, unresolved).labels
+    return final_labels_of(project=project, policy=unresolved).labels
+
+
+def human_labels(
+    *, project: Project, policy: str, unresolved: Policy, humans: _Humans
+) -> list[Label]:
+    """The labels people gave, with who gave them (the lead, for an adjudicated one)."""
+    leads = dict(latest_adjudications(project=project).values_list("pair_id", "lead__username"))
+    labels = []
+    for final in _final(project, policy, unresolved):
+        if final.grade is None:
+            continue  # an unresolved pair left out
+        adjudicated = final.provenance is Provenance.ADJUDICATED
+        by = (leads[final.pair_id],) if adjudicated else tuple(humans.graders[final.pair_id])
+        labels.append(
+            Label(final.pair_id, final.qid, final.docid, final.grade, final.provenance.value, by)
+        )
+    return labels
+
+
+def llm_labels(*, project: Project, people: Iterable[int]) -> list[Label]:
+    """For the pairs no person labelled (ids not in `people`), outside the human-only slice:
+    the grade of the newest judge version that passed its gate."""
+    versions = JudgeVersion.objects.filter(judge__project=project)
+    passed = [v.pk for v in versions if gate_passed(version=v)]
+    if not passed:
+        return []
+    labelled = set(people)
+    slice_queries = HumanOnlyQuery.objects.filter(project=project).values("query_id")
+    rows = (
+        LLMJudgment.objects.filter(version_id__in=passed, status=LLMStatus.OK, repeat=0)
+        .exclude(pair__query_id__in=slice_queries)
+        .order_by("pair_id", "-version_id")
+        .values_list("pair_id", "pair__query__qid", "pair__document__docid", "version_id", "grade")
+    )
+    labels: dict[int, Label] = {}
+    for pair_id, qid, docid, version_id, grade in rows.iterator(chunk_size=10_000):
+        if grade is not None and pair_id not in labelled and pair_id not in labels:
+            labels[pair_id] = Label(pair_id, qid, docid, grade, LabelSource.LLM, (), version_id)
+    return list(labels.values())
+
+
+def labels_of(
+    *, project: Project, policy: str, unresolved: Policy, humans: _Humans | None = None
+) -> list[Label]:
+    """Every label the policy gives, in qrels order (qid, then docid)."""
+    humans = humans or _Humans.read(project)
+    labels = human_labels(project=project, policy=policy, unresolved=unresolved, humans=humans)
+    if policy == ReleasePolicy.LLM:
+        # A pair a person graded or a lead adjudicated is the people's, even when the
+        # unresolved policy leaves it out.
+        adjudicated = latest_adjudications(project=project).values_list("pair_id", flat=True)
+        labels += llm_labels(project=project, people=humans.graders.keys() | set(adjudicated))
+    return sorted(labels, key=lambda label: (label.qid, label.docid))
+
+
+def qrels_text(lines: Iterable[tuple[str, str, int]]) -> Iterable[str]:
+    """The TREC qrels file of the lines, line by line (what the download serves)."""
+    for qid, docid, grade in lines:
+        yield format_qrels_line(qid, docid, grade) + "\n"
+
+
+def content_hash(lines: Iterable[tuple[str, str, int]]) -> str:
+    digest = hashlib.sha256()
+    for line in qrels_text(lines):
+        digest.update(line.encode("utf-8"))
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- cutting a release
+
+
+@transaction.atomic
+def release_create(
+    *,
+    project: Project,
+    policy: ReleasePolicy | str,
+    unresolved: str = "lower",
+    note: str = "",
+    user: User | None = None,
+    start_rescore: bool = True,
+) -> Release:
+    """Cut the project's next release: its labels with their provenance, its manifest and
+    content hash, all in one transaction. The number is taken under the project's lock, so
+    two leads at once get two numbers. Then (after commit) the re-scoring job is published;
+    with `start_rescore` False none is made (the command runs its own)."""
+    if policy not in ReleasePolicy.values:
+        choices = ", ".join(ReleasePolicy.values)
+        raise ReleaseError(f"policy must be one of {choices}, not {policy!r}")
+    try:
+        rule = policy_of(unresolved)
+    except ValueError as error:
+        raise ReleaseError(str(error)) from error
+    if "\x00" in note:
+        raise ReleaseError("The note holds a NUL character, which cannot be stored.")
+    project_lock(project)
+    humans = _Humans.read(project)
+    labels = labels_of(project=project, policy=str(policy), unresolved=rule, humans=humans)
+    last = Release.objects.filter(project=project).aggregate(last=Max("number"))["last"] or 0
+    lines = [(x.qid, x.docid, x.grade) for x in labels]
+    release = Release.objects.create(
+        project=project,
+        number=last + 1,
+        policy=str(policy),
+        unresolved=rule,
+        note=note.strip(),
+        content_hash=content_hash(lines),
+        pairs=len(labels),
+        created_by=user,
+    )
+    strata = dict(Query.objects.filter(project=project).values_list("qid", "stratum"))
+    _store_labels(release, labels, strata)
+    release.manifest = manifest_of(release=release, labels=labels, strata=strata, humans=humans)
+    release.save(update_fields=["manifest"])
+    if start_rescore:
+        job = release_rescore_start(release=release, user=user)
+        transaction.on_commit(lambda: _publish(job))
+    return release
+
+
+def _store_labels(release: Release, labels: Sequence[Label], strata: dict[str, str]) -> None:
+    ReleaseLabel.objects.bulk_create(
+        (
+            ReleaseLabel(
+                release=release,
+                pair_id=x.pair_id,
+                qid=x.qid,
+                docid=x.docid,
+                stratum=strata.get(x.qid, ""),
+                grade=x.grade,
+                source=x.source,
+                by=list(x.by),
+                judge_version_id=x.judge_version_id,
+            )
+            for x in labels
+        ),
+        batch_size=BATCH,
+    )
+
+
+def _publish(job: Job) -> None:
+    # After commit: the release stands whatever the queue says; the lead re-scores from its page.
+    try:
+        job_enqueue(job)
+    except QueueUnavailable:
+        log.warning("release re-scoring job %s not published: the queue is unavailable", job.pk)
+
+
+def release_rescore_start(*, release: Release, user: User | None = None) -> Job:
+    """The queued re-scoring job of a release (scores the runs it has not scored yet); publish
+    it with `jobs.services.job_enqueue` once committed, or run it with `job_run_inline`."""
+    return job_create(
+        project=release.project,
+        kind=RESCORE,
+        handler=RESCORE_HANDLER,
+        params={"release_id": release.pk},
+        user=user,
+    )
+
+
+def rescore_job_of(*, release: Release) -> Job | None:
+    """The release's latest re-scoring job."""
+    jobs = Job.objects.filter(project_id=release.project_id, kind=RESCORE)
+    return jobs.filter(params__release_id=release.pk).order_by("-pk").first()
+
+
+# --------------------------------------------------------------------------- the manifest
+
+
+def manifest_of(
+    *, release: Release, labels: Sequence[Label], strata: dict[str, str], humans: _Humans
+) -> dict[str, Any]:
+    """What the release was made of, as plain data (the manifest download)."""
+    project = release.project
+    versions = Counter(x.judge_version_id for x in labels if x.judge_version_id is not None)
+    return {
+        "format": MANIFEST_FORMAT,
+        "project": project.slug,
+        "release": release.number,
+        "policy": release.policy,
+        "unresolved": release.unresolved,
+        "policies": {
+            "release": ReleasePolicy(release.policy).label,
+            "unresolved": "pairs whose judges disagree, not adjudicated: "
+            + UnresolvedPolicy(release.unresolved).label,
+        },
+        "note": release.note,
+        "created_by": release.created_by.username if release.created_by else None,
+        "created_at": release.created_at.isoformat(),
+        "pairs": len(labels),
+        "queries": len({x.qid for x in labels}),
+        "content_hash": release.content_hash,
+        "protocol_versions": _protocols(labels, humans),
+        **_pools(project),
+        "samples": _samples(project),
+        "judge_versions": _judge_versions(versions),
+        "counts": {
+            "grade": _counted(str(x.grade) for x in labels),
+            "stratum": _counted(strata.get(x.qid, "") or "none" for x in labels),
+            "source": _counted(x.source for x in labels),
+        },
+        "human_only": sorted(
+            HumanOnlyQuery.objects.filter(project=project).values_list("query__qid", flat=True)
+        ),
+    }
+
+
+def _counted(values: Iterable[str]) -> dict[str, int]:
+    return dict(sorted(Counter(values).items()))
+
+
+def _protocols(labels: Sequence[Label], humans: _Humans) -> list[int]:
+    """The protocol version numbers the labels' judgments were made under."""
+    numbers: set[int] = set()
+    for x in labels:
+        if x.pair_id is not None and x.source != LabelSource.LLM:
+            numbers |= humans.protocols.get(x.pair_id, set())
+    versions = {x.judge_version_id for x in labels if x.judge_version_id is not None}
+    judged = JudgeVersion.objects.filter(pk__in=versions, protocol__isnull=False)
+    numbers |= set(judged.values_list("protocol__number", flat=True))
+    return sorted(numbers)
+
+
+def _pools(project: Project) -> dict[str, Any]:
+    pools = Pool.objects.filter(project=project).prefetch_related("runs").order_by("pk")
+    shown: list[dict[str, Any]] = [
+        {
+            "id": pool.pk,
+            "depth": pool.depth,
+            "runs": sorted(run.name for run in pool.runs.all()),
+            "created": pool.created_at.isoformat(),
+        }
+        for pool in pools
+    ]
+    pooled = sorted({run.name for pool in pools for run in pool.runs.all()})
+    return {"pools": shown, "runs_pooled": pooled}
+
+
+def _samples(project: Project) -> list[dict[str, Any]]:
+    samples = QuerySample.objects.filter(project=project, accepted_at__isnull=False)
+    found = []
+    for sample in samples.select_related("log").order_by("pk"):
+        strata = sample.sampled.values("query__stratum").annotate(n=Count("pk"))
+        found.append(
+            {
+                "id": sample.pk,
+                "log": sample.log.name,
+                "seed": sample.seed,
+                "quotas": sample.quotas,
+                "weighted": sample.weighted,
+                "strata": {row["query__stratum"] or "none": row["n"] for row in strata},
+                "accepted": sample.accepted_at.isoformat() if sample.accepted_at else None,
+            }
+        )
+    return found
+
+
+def _judge_versions(used: Counter[int]) -> list[dict[str, Any]]:
+    found = []
+    for version in JudgeVersion.objects.filter(pk__in=used).select_related("judge").order_by("pk"):
+        calibration = latest_calibration(version=version)
+        found.append(
+            {
+                "judge": version.judge.name,
+                "digest": version.digest,
+                "kappa": (calibration.report or {}).get("kappa") if calibration else None,
+                "labels": used[version.pk],
+            }
+        )
+    return found
+
+
+# --------------------------------------------------------------------------- reading a release
+
+
+def release_of(*, project: Project, number: int) -> Release:
+    """The project's release `number` (raises Release.DoesNotExist)."""
+    releases = Release.objects.select_related("project", "created_by")
+    return releases.get(project=project, number=number)
+
+
+def release_labels(*, release: Release) -> list[ReleaseLabel]:
+    """The release's labels in qrels order, with their judge versions."""
+    rows = ReleaseLabel.objects.filter(release=release).select_related("judge_version")
+    return sorted(rows, key=lambda x: (x.qid, x.docid))
+
+
+def release_qrels(*, release: Release) -> list[tuple[str, str, int]]:
+    """(qid, docid, grade) of every label of the release, in qrels order."""
+    rows = ReleaseLabel.objects.filter(release=release).values_list("qid", "docid", "grade")
+    return sorted(rows)
+
+
+# --------------------------------------------------------------------------- the diff
+
+
+@dataclass(frozen=True)
+class Regraded:
+    qid: str
+    docid: str
+    stratum: str
+    old: int
+    new: int
+    why: str  # adjudication, new judgments, LLM label
+
+
+@dataclass(frozen=True)
+class StratumDiff:
+    stratum: str
+    added: int = 0
+    removed: int = 0
+    regraded: int = 0
+
+
+@dataclass(frozen=True)
+class ReleaseDiff:
+    old: Release
+    new: Release
+    added: list[tuple[str, str, int]]  # (qid, docid, grade)
+    removed: list[tuple[str, str, int]]
+    regraded: list[Regraded]
+    strata: list[StratumDiff]
+
+    @property
+    def unchanged(self) -> bool:
+        return not (self.added or self.removed or self.regraded)
+
+
+_Key = tuple[str, str]
+
+
+def _keyed(release: Release) -> dict[_Key, tuple[int, str, tuple[str, ...], int | None, str]]:
+    rows = ReleaseLabel.objects.filter(release=release).values_list(
+        "qid", "docid", "grade", "source", "by", "judge_version_id", "stratum"
+    )
+    return {(q, d): (g, s, tuple(b or ()), v, st) for q, d, g, s, b, v, st in rows}
+
+
+def why_regraded(old_source: str, new_source: str) -> str:
+    """Why a pair's grade moved between two releases, from the new label's provenance: a
+    lead's (new) adjudication, a judge version's label, or else the people's grades changed
+    (new or changed judgments, or an adjudication no longer counted)."""
+    if new_source == LabelSource.ADJUDICATED:
+        return "adjudication"
+    if new_source == LabelSource.LLM:
+        return "LLM label"
+    if old_source == LabelSource.LLM:
+        return "new judgments (people now label the pair)"
+    return "new judgments"
+
+
+def release_diff(*, old: Release, new: Release) -> ReleaseDiff:
+    """What changed from `old` to `new`: pairs added, removed and regraded (with why), and
+    the counts per stratum."""
+    before, after = _keyed(old), _keyed(new)
+    added = sorted((q, d, after[(q, d)][0]) for q, d in after.keys() - before.keys())
+    removed = sorted((q, d, before[(q, d)][0]) for q, d in before.keys() - after.keys())
+    regraded = []
+    for key in sorted(before.keys() & after.keys()):
+        (g0, s0, _, _, _), (g1, s1, _, _, stratum) = before[key], after[key]
+        if g0 != g1:
+            regraded.append(Regraded(*key, stratum, g0, g1, why_regraded(s0, s1)))
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for q, d, _ in added:
+        counts[after[(q, d)][4]]["added"] += 1
+    for q, d, _ in removed:
+        counts[before[(q, d)][4]]["removed"] += 1
+    for x in regraded:
+        counts[x.stratum]["regraded"] += 1
+    strata = [StratumDiff(name, **dict(c)) for name, c in sorted(counts.items())]
+    return ReleaseDiff(old, new, added, removed, regraded, strata)
+
+
+# --------------------------------------------------------------------------- re-scoring
+
+Progress = Callable[[float, str], None]
+
+_JUDGED = (
+    "SELECT r.qid, r.docid, r.rank FROM evaluation_releaselabel l"
+    " JOIN pooling_runresult r ON r.run_id = %s AND r.qid = l.qid AND r.docid = l.docid"
+    " WHERE l.release_id = %s"
+)
+# A run's documents per query is its last rank (ranks are 1..n): one step down the index
+# (run, qid, rank) per query of the release, not a count of the run's lines.
+_RETRIEVED = (
+    "SELECT q.qid, (SELECT max(r.rank) FROM pooling_runresult r WHERE r.run_id = %s"
+    " AND r.qid = q.qid) FROM (SELECT DISTINCT qid FROM evaluation_releaselabel"
+    " WHERE release_id = %s) q"
+)
+
+
+def _run_rows(run_id: int, release_id: int) -> measures.RankedRows:
+    with connection.cursor() as cursor:
+        cursor.execute(_JUDGED, [run_id, release_id])
+        judged = cursor.fetchall()
+        cursor.execute(_RETRIEVED, [run_id, release_id])
+        retrieved = [(qid, n) for qid, n in cursor.fetchall() if n]
+    return ranked_rows(judged, retrieved)
+
+
+def release_rescore(
+    *,
+    release: Release,
+    runs: Sequence[Run] | None = None,
+    progress: Progress | None = None,
+) -> int:
+    """Score runs under the release with the stored contract and store them (one row per
+    release and run: a run scored again replaces its row). By default, the project's runs
+    the release has not scored yet, so a retried job resumes. Returns the rows written."""
+    if runs is None:
+        done = RunEvaluation.objects.filter(release=release).values("run_id")
+        runs = list(Run.objects.filter(project_id=release.project_id).exclude(pk__in=done))
+    report = progress or (lambda fraction, message: None)
+    table = qrels_table(release_qrels(release=release))
+    resamples: Resamples | None = None
+    written = 0
+    for i, run in enumerate(sorted(runs, key=lambda r: r.name)):
+        report(i / max(len(runs), 1), f"scoring run {run.name} ({i + 1} of {len(runs)})")
+        rows = _run_rows(run.pk, release.pk)
+        scores = measures.evaluate_ranked(table, {run.name: rows}, STORED_MEASURES, STORED_CONTRACT)
+        result = scores[run.name]
+        if resamples is None or resamples.counts.shape[1] != result.scored:
+            resamples = Resamples.draw(result.scored, resamples=RESAMPLES, seed=SEED)
+        _store_scores(release, run, stored(result, resamples))
+        written += 1
+    report(1.0, f"{written} run{'s' if written != 1 else ''} scored")
+    return written
+
+
+def _store_scores(release: Release, run: Run, kept: Any) -> None:
+    fields = {
+        "contract": STORED_CONTRACT.as_dict(),
+        "means": kept.means,
+        "intervals": kept.intervals,
+        "per_query": kept.per_query,
+        "queries": kept.queries,
+    }
+    RunEvaluation.objects.bulk_create(
+        [RunEvaluation(release=release, run=run, **fields)],
+        update_conflicts=True,
+        unique_fields=["release", "run"],
+        update_fields=list(fields),
+    )
+
+
+def run_scores(*, release: Release) -> list[RunEvaluation]:
+    """Every run scored under the release, by run name."""
+    rows = RunEvaluation.objects.filter(release=release).select_related("run")
+    return sorted(rows, key=lambda e: e.run.name)
+
+
+def run_ranking(*, run: Run, qid: str) -> list[tuple[str, float]]:
+    """(docid, score) of the run's documents for the query, in trec_eval order."""
+    rows = RunResult.objects.filter(run=run, qid=qid).order_by("rank")
+    return list(rows.values_list("docid", "score"))
+
+
+def runs_unscored(*, release: Release) -> int:
+    """How many of the project's runs the release has not scored (added after it)."""
+    done = RunEvaluation.objects.filter(release=release).values("run_id")
+    return Run.objects.filter(project_id=release.project_id).exclude(pk__in=done).count()
