@@ -71,6 +71,7 @@ __all__ = [
     "Empty",
     "Gain",
     "RankedRows",
+    "RankedScorer",
     "RunScores",
     "evaluate",
     "evaluate_files",
@@ -554,11 +555,22 @@ def evaluate_ranked(
     """Score runs given as :class:`RankedRows` against ``qrels`` (read once): the same values
     as :func:`evaluate` on the whole runs, without reading their unjudged rows. Raises
     ValueError for unknown measures or a document listed twice for one query."""
-    specs = tuple(_parse_one(name) for name in parse_measures(measures))
-    judgments = _Judgments.build(qrels, contract)
-    return {
-        name: _score_ranked(rows, _Stats.empty(specs, judgments)) for name, rows in runs.items()
-    }
+    scorer = RankedScorer(qrels, measures, contract)
+    return {name: scorer.score(rows) for name, rows in runs.items()}
+
+
+class RankedScorer:
+    """Scores :class:`RankedRows` one run at a time against qrels read once (what
+    :func:`evaluate_ranked` does for a mapping of runs)."""
+
+    def __init__(
+        self, qrels: QrelsTable, measures: Sequence[str], contract: Contract = Contract()
+    ) -> None:
+        self._specs = tuple(_parse_one(name) for name in parse_measures(measures))
+        self._judgments = _Judgments.build(qrels, contract)
+
+    def score(self, rows: RankedRows) -> RunScores:
+        return _score_ranked(rows, _Stats.empty(self._specs, self._judgments))
 
 
 def _score_ranked(rows: RankedRows, stats: _Stats) -> RunScores:

@@ -22,6 +22,7 @@ from formats.trec import QrelsTable, pack_keys
 from .measures import RankedRows, RunScores
 
 F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
 
 BLOCK_ROWS = 1_000  # resamples drawn at a time: numpy draws element by element, so blocks
 # concatenate to the one big draw
@@ -66,19 +67,41 @@ def qrels_table(lines: Sequence[tuple[str, str, int]]) -> QrelsTable:
     return QrelsTable(qids, codes, keys, grades)
 
 
-def ranked_rows(
-    judged: Sequence[tuple[str, str, int]], retrieved: Sequence[tuple[str, int]]
-) -> RankedRows:
-    """A run's judged rows (qid, docid, rank) and its documents retrieved per query."""
-    qids = tuple(dict.fromkeys([*(qid for qid, _ in retrieved), *(q for q, _, _ in judged)]))
-    position = {qid: i for i, qid in enumerate(qids)}
-    counts = np.zeros(len(qids), dtype=np.int64)
-    for qid, count in retrieved:
-        counts[position[qid]] = count
-    codes = np.array([position[qid] for qid, _, _ in judged], dtype=np.int32)
-    keys = pack_keys([docid for _, docid, _ in judged])[0]
-    ranks = np.array([rank for _, _, rank in judged], dtype=np.int64)
-    return RankedRows(qids, codes, keys, ranks, counts)
+@dataclass(frozen=True)
+class ReleaseTable:
+    """A release's labels as qrels, and where each label (by its row id) sits in them: the
+    database returns a run's judged rows as label ids and ranks, integers only, and the
+    documents' keys are taken from here."""
+
+    table: QrelsTable
+    ids: I64  # the label ids, sorted
+    position: I64  # the row of the table of each of ``ids``
+
+    @classmethod
+    def build(cls, rows: Sequence[tuple[int, str, str, int]]) -> ReleaseTable:
+        """From (label id, qid, docid, grade) rows in any order."""
+        ordered = sorted(rows, key=lambda row: (row[1], row[2]))
+        table = qrels_table([(qid, docid, grade) for _, qid, docid, grade in ordered])
+        ids = np.array([row[0] for row in ordered], dtype=np.int64)
+        order = np.argsort(ids)
+        return cls(table, ids[order], order.astype(np.int64))
+
+    def ranked(
+        self, label_ids: Sequence[int], ranks: Sequence[int], retrieved: Sequence[tuple[str, int]]
+    ) -> RankedRows:
+        """A run as its judged rows (label id, rank) and its documents per query."""
+        at = self.position[np.searchsorted(self.ids, np.asarray(label_ids, dtype=np.int64))]
+        where = {qid: i for i, qid in enumerate(self.table.qids)}
+        counts = np.zeros(len(self.table.qids), dtype=np.int64)
+        for qid, count in retrieved:
+            counts[where[qid]] = count
+        return RankedRows(
+            self.table.qids,
+            self.table.qid_codes[at],
+            self.table.doc_keys[at],
+            np.asarray(ranks, dtype=np.int64),
+            counts,
+        )
 
 
 @dataclass(frozen=True)

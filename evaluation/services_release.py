@@ -51,7 +51,7 @@ from .models import (
     RunEvaluation,
     UnresolvedPolicy,
 )
-from .rescore import Resamples, qrels_table, ranked_rows, stored
+from .rescore import ReleaseTable, Resamples, stored
 
 log = logging.getLogger(__name__)
 
@@ -486,8 +486,10 @@ def release_diff(*, old: Release, new: Release) -> ReleaseDiff:
 
 Progress = Callable[[float, str], None]
 
+# A run's judged rows, as (label id, rank): integers only, aggregated into two arrays by
+# PostgreSQL (a row per judged line costs the driver more than the scoring).
 _JUDGED = (
-    "SELECT r.qid, r.docid, r.rank FROM evaluation_releaselabel l"
+    " FROM evaluation_releaselabel l"
     " JOIN pooling_runresult r ON r.run_id = %s AND r.qid = l.qid AND r.docid = l.docid"
     " WHERE l.release_id = %s"
 )
@@ -500,13 +502,20 @@ _RETRIEVED = (
 )
 
 
-def _run_rows(run_id: int, release_id: int) -> measures.RankedRows:
+def _run_rows(labels: ReleaseTable, run_id: int, release_id: int) -> measures.RankedRows:
     with connection.cursor() as cursor:
-        cursor.execute(_JUDGED, [run_id, release_id])
-        judged = cursor.fetchall()
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT array_agg(l.id), array_agg(r.rank)" + _JUDGED, [run_id, release_id]
+            )
+            ids, ranks = cursor.fetchone() or (None, None)
+        else:
+            cursor.execute("SELECT l.id, r.rank" + _JUDGED, [run_id, release_id])
+            rows = cursor.fetchall()
+            ids, ranks = [i for i, _ in rows], [r for _, r in rows]
         cursor.execute(_RETRIEVED, [run_id, release_id])
         retrieved = [(qid, n) for qid, n in cursor.fetchall() if n]
-    return ranked_rows(judged, retrieved)
+    return labels.ranked(ids or [], ranks or [], retrieved)
 
 
 def release_rescore(
@@ -522,14 +531,15 @@ def release_rescore(
         done = RunEvaluation.objects.filter(release=release).values("run_id")
         runs = list(Run.objects.filter(project_id=release.project_id).exclude(pk__in=done))
     report = progress or (lambda fraction, message: None)
-    table = qrels_table(release_qrels(release=release))
+    rows = ReleaseLabel.objects.filter(release=release).values_list("id", "qid", "docid", "grade")
+    labels = ReleaseTable.build(list(rows))
+    scorer = measures.RankedScorer(labels.table, STORED_MEASURES, STORED_CONTRACT)
     resamples: Resamples | None = None
     written = 0
     for i, run in enumerate(sorted(runs, key=lambda r: r.name)):
         report(i / max(len(runs), 1), f"scoring run {run.name} ({i + 1} of {len(runs)})")
-        rows = _run_rows(run.pk, release.pk)
-        scores = measures.evaluate_ranked(table, {run.name: rows}, STORED_MEASURES, STORED_CONTRACT)
-        result = scores[run.name]
+        ranked = _run_rows(labels, run.pk, release.pk)
+        result = scorer.score(ranked)
         if resamples is None or resamples.counts.shape[1] != result.scored:
             resamples = Resamples.draw(result.scored, resamples=RESAMPLES, seed=SEED)
         _store_scores(release, run, stored(result, resamples))
