@@ -151,14 +151,6 @@ def test_a_run_added_later_is_scored_by_the_rescore_button(
     assert Job.objects.filter(kind="release_rescore").count() == 2
 
 
-def test_two_leads_at_once_get_two_numbers(world: ReleaseWorld) -> None:
-    # The number is taken under the project's lock (PostgreSQL); here, one after the other.
-    from evaluation.services_release import release_create
-
-    numbers = [release_create(project=world.project, policy="humans").number for _ in range(2)]
-    assert numbers == [1, 2]
-
-
 def test_annotators_get_403_and_outsiders_404(
     world: ReleaseWorld, django_capture_on_commit_callbacks: Any
 ) -> None:
