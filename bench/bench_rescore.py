@@ -188,7 +188,7 @@ def ours_from_files(out: Path) -> None:
     """Runs in a child: our file scorer on the same files (no intervals)."""
     started = time.perf_counter()
     from evaluation.measures import evaluate_files
-    from evaluation.services_release import STORED_CONTRACT, STORED_MEASURES
+    from evaluation.rescore import STORED_CONTRACT, STORED_MEASURES
 
     paths = sorted(out.glob("*.run"))
     evaluate_files(out / "release.qrels", paths, STORED_MEASURES, STORED_CONTRACT)

@@ -19,10 +19,17 @@ import numpy.typing as npt
 
 from formats.trec import QrelsTable, pack_keys
 
-from .measures import RankedRows, RunScores
+from .measures import Contract, RankedRows, RunScores
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+
+# The metric contract of every stored score (the product default), the measures stored, and
+# the intervals' bootstrap: the pages print these above the numbers.
+STORED_CONTRACT = Contract()
+STORED_MEASURES = ["ndcg@10", "recall@100", "mrr", "map", "p@10", "hit@5", "hit@10", "judged@10"]
+RESAMPLES = 10_000
+SEED = 0
 
 BLOCK_ROWS = 1_000  # resamples drawn at a time: numpy draws element by element, so blocks
 # concatenate to the one big draw

@@ -51,14 +51,18 @@ from .models import (
     RunEvaluation,
     UnresolvedPolicy,
 )
-from .rescore import ReleaseTable, Resamples, stored
+from .rescore import (
+    RESAMPLES,
+    SEED,
+    STORED_CONTRACT,
+    STORED_MEASURES,
+    ReleaseTable,
+    Resamples,
+    stored,
+)
 
 log = logging.getLogger(__name__)
 
-STORED_CONTRACT = measures.Contract()
-STORED_MEASURES = ["ndcg@10", "recall@100", "mrr", "map", "p@10", "hit@5", "hit@10", "judged@10"]
-RESAMPLES = 10_000
-SEED = 0
 RESCORE = "release_rescore"
 RESCORE_HANDLER = "evaluation.tasks.release_rescore_job"
 BATCH = 5_000  # labels per INSERT
