@@ -169,6 +169,16 @@ def labels_of(
     return sorted(labels, key=lambda label: (label.qid, label.docid))
 
 
+def release_preview(*, project: Project, policy: str, unresolved: Policy) -> dict[str, Any]:
+    """The counts a release cut now would have, per source and grade; nothing is written."""
+    labels = labels_of(project=project, policy=policy, unresolved=unresolved)
+    return {
+        "pairs": len(labels),
+        "sources": _counted(x.source for x in labels),
+        "grades": _counted(str(x.grade) for x in labels),
+    }
+
+
 def qrels_text(lines: Iterable[tuple[str, str, int]]) -> Iterable[str]:
     """The TREC qrels file of the lines, line by line (what the download serves)."""
     for qid, docid, grade in lines:

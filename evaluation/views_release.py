@@ -31,13 +31,13 @@ from .models import Release, ReleasePolicy
 from .services_release import (
     STORED_MEASURES,
     ReleaseError,
-    labels_of,
     qrels_text,
     release_create,
     release_diff,
     release_history,
     release_labels,
     release_of,
+    release_preview,
     release_qrels,
     release_rescore_start,
     rescore_job_of,
@@ -100,13 +100,7 @@ def _preview(access: Access, request: HttpRequest) -> dict[str, Any]:
             raise ValueError(f"unknown policy {policy!r}")
     except ValueError as problem:
         return {"error": str(problem)}
-    labels = labels_of(project=access.project, policy=policy, unresolved=rule)
-    sources: dict[str, int] = {}
-    grades: dict[str, int] = {}
-    for label in labels:
-        sources[label.source] = sources.get(label.source, 0) + 1
-        grades[str(label.grade)] = grades.get(str(label.grade), 0) + 1
-    return {"pairs": len(labels), "sources": sources, "grades": dict(sorted(grades.items()))}
+    return release_preview(project=access.project, policy=policy, unresolved=rule)
 
 
 @login_required
