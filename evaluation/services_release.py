@@ -20,8 +20,10 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -500,10 +502,19 @@ def release_diff(*, old: Release, new: Release) -> ReleaseDiff:
 
 Progress = Callable[[float, str], None]
 
-# A run's judged rows, as (label id, rank): integers only, aggregated into two arrays by
-# PostgreSQL (a row per judged line costs the driver more than the scoring).
+# A run's judged rows, as (label id, rank). On PostgreSQL, integers only, aggregated into two
+# arrays (a row per judged line costs the driver more than the scoring), and one probe of the
+# unique index (run, qid, docid) per label: the planner would otherwise hash the run's every
+# line (OFFSET 0 keeps the lateral probe a probe). Without JIT, which costs more to compile
+# than this query runs.
+_JUDGED_PG = (
+    "SELECT array_agg(l.id), array_agg(r.rank) FROM evaluation_releaselabel l"
+    " CROSS JOIN LATERAL (SELECT x.rank FROM pooling_runresult x WHERE x.run_id = %s"
+    " AND x.qid = l.qid AND x.docid = l.docid OFFSET 0) r"
+    " WHERE l.release_id = %s"
+)
 _JUDGED = (
-    " FROM evaluation_releaselabel l"
+    "SELECT l.id, r.rank FROM evaluation_releaselabel l"
     " JOIN pooling_runresult r ON r.run_id = %s AND r.qid = l.qid AND r.docid = l.docid"
     " WHERE l.release_id = %s"
 )
@@ -514,22 +525,43 @@ _RETRIEVED = (
     " AND r.qid = q.qid) FROM (SELECT DISTINCT qid FROM evaluation_releaselabel"
     " WHERE release_id = %s) q"
 )
+READERS = 2  # connections reading runs at once (PostgreSQL, outside a transaction)
+
+_Read = tuple[list[int], list[int], list[tuple[str, int]]]
 
 
-def _run_rows(labels: ReleaseTable, run_id: int, release_id: int) -> measures.RankedRows:
-    with connection.cursor() as cursor:
+def _read_run(run_id: int, release_id: int) -> _Read:
+    """A run's judged rows (label ids, ranks) and its documents per query of the release."""
+    with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(
-                "SELECT array_agg(l.id), array_agg(r.rank)" + _JUDGED, [run_id, release_id]
-            )
+            cursor.execute("SET LOCAL jit = off")
+            cursor.execute(_JUDGED_PG, [run_id, release_id])
             ids, ranks = cursor.fetchone() or (None, None)
         else:
-            cursor.execute("SELECT l.id, r.rank" + _JUDGED, [run_id, release_id])
+            cursor.execute(_JUDGED, [run_id, release_id])
             rows = cursor.fetchall()
             ids, ranks = [i for i, _ in rows], [r for _, r in rows]
         cursor.execute(_RETRIEVED, [run_id, release_id])
         retrieved = [(qid, n) for qid, n in cursor.fetchall() if n]
-    return labels.ranked(ids or [], ranks or [], retrieved)
+    return ids or [], ranks or [], retrieved
+
+
+def _read_in_thread(run_id: int, release_id: int) -> _Read:
+    try:
+        return _read_run(run_id, release_id)
+    finally:
+        connection.close()  # this thread's own connection
+
+
+def _reads(runs: Sequence[Run], release_id: int) -> Iterator[_Read]:
+    """Each run's rows, in order. On PostgreSQL, READERS connections read ahead at once (the
+    database does the work, on as many cores); inside a transaction (a test, a request) the
+    other connections could not see its rows, so the runs are read here, one by one."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block or len(runs) < 2:
+        yield from (_read_run(run.pk, release_id) for run in runs)
+        return
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        yield from pool.map(_read_in_thread, [run.pk for run in runs], repeat(release_id))
 
 
 def release_rescore(
@@ -550,9 +582,10 @@ def release_rescore(
     scorer = measures.RankedScorer(labels.table, STORED_MEASURES, STORED_CONTRACT)
     resamples: Resamples | None = None
     written = 0
-    for i, run in enumerate(sorted(runs, key=lambda r: r.name)):
+    ordered = sorted(runs, key=lambda r: r.name)
+    for i, (run, read) in enumerate(zip(ordered, _reads(ordered, release.pk), strict=True)):
         report(i / max(len(runs), 1), f"scoring run {run.name} ({i + 1} of {len(runs)})")
-        ranked = _run_rows(labels, run.pk, release.pk)
+        ranked = labels.ranked(*read)
         result = scorer.score(ranked)
         if resamples is None or resamples.counts.shape[1] != result.scored:
             resamples = Resamples.draw(result.scored, resamples=RESAMPLES, seed=SEED)
