@@ -110,7 +110,12 @@ def release_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
     access = _get_project_for_lead(request, slug)
     release = _release(access, number)
     job = rescore_job_of(release=release)
-    context: dict[str, Any] = {"project": access.project, "release": release, "job": job}
+    context: dict[str, Any] = {
+        "project": access.project,
+        "release": release,
+        "job": job,
+        "unscored": runs_unscored(release=release),
+    }
     if request.htmx:  # type: ignore[attr-defined]
         return render(request, "evaluation/release_detail.html#rescore", context)
     previous = Release.objects.filter(project=access.project, number__lt=number).last()
@@ -119,7 +124,6 @@ def release_detail(request: HttpRequest, slug: str, number: int) -> HttpResponse
         "manifest_json": json.dumps(release.manifest, indent=2, sort_keys=True),
         "previous": previous,
         "diff": release_diff(old=previous, new=release) if previous else None,
-        "unscored": runs_unscored(release=release),
         "kinds": KINDS,
     }
     return render(request, "evaluation/release_detail.html", context)
@@ -137,7 +141,7 @@ def release_rescore_view(request: HttpRequest, slug: str, number: int) -> HttpRe
         job_enqueue(job)
     except QueueUnavailable:
         messages.error(request, "The task queue is unavailable: try again in a moment.")
-    return redirect(request.POST.get("next") or "release_detail", slug, number)
+    return redirect("release_detail", slug, number)
 
 
 @login_required

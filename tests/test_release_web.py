@@ -145,6 +145,9 @@ def test_a_run_added_later_is_scored_by_the_rescore_button(
     run_create(project=world.project, name="late", ranked=ranked)
     page = lead.get(reverse("release_detail", args=[slug, 1])).content.decode()
     assert "1 run not scored yet" in page
+    partial = lead.get(reverse("release_detail", args=[slug, 1]), headers={"HX-Request": "true"})
+    assert partial.content.decode().lstrip().startswith('<section class="card" id="rescore"')
+    assert "1 run not scored yet" in partial.content.decode()
     response = lead.post(reverse("release_rescore", args=[slug, 1]))
     assert response.status_code == 302
     assert RunEvaluation.objects.filter(release=release).count() == 4
