@@ -22,27 +22,22 @@ import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import connection, transaction
-from django.db.models import Count, Max
+from django.db.models import Max
 
-from agreement.labels import FinalLabel, Policy, Provenance, final_labels, policy_of
-from agreement.services_adjudication import final_labels_of, latest_adjudications, pair_grades
+from agreement.labels import Policy, policy_of
 from annotation.models import Project, Query
 from formats.trec import format_qrels_line
 from jobs.errors import QueueUnavailable
 from jobs.models import Job
 from jobs.services import job_create, job_enqueue
-from judging.answers import current_answers
-from judging.models import HumanOnlyQuery, JudgeVersion, Kind, LLMJudgment, LLMStatus
 from judging.pools import project_lock
-from judging.services_llm import gate_passed, latest_calibration
-from pooling.models import Pool, Run, RunResult
-from sampling.models import QuerySample
+from pooling.models import Run, RunResult
 
 from . import measures
 from .models import (
@@ -51,8 +46,9 @@ from .models import (
     ReleaseLabel,
     ReleasePolicy,
     RunEvaluation,
-    UnresolvedPolicy,
 )
+from .release_labels import Humans, Label, counted, labels_of
+from .release_manifest import manifest_of
 from .rescore import (
     RESAMPLES,
     SEED,
@@ -68,107 +64,10 @@ log = logging.getLogger(__name__)
 RESCORE = "release_rescore"
 RESCORE_HANDLER = "evaluation.tasks.release_rescore_job"
 BATCH = 5_000  # labels per INSERT
-MANIFEST_FORMAT = 1
 
 
 class ReleaseError(ValueError):
     """A release that cannot be cut as asked; the message says why."""
-
-
-# --------------------------------------------------------------------------- labels
-
-
-@dataclass(frozen=True)
-class Label:
-    """One label of a release being cut, with its provenance."""
-
-    pair_id: int | None
-    qid: str
-    docid: str
-    grade: int
-    source: str
-    by: tuple[str, ...] = ()
-    judge_version_id: int | None = None
-
-
-@dataclass
-class _Humans:
-    """What the people said, from one read of the current answers: who graded each pair,
-    and under which protocol versions."""
-
-    graders: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
-    protocols: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
-
-    @classmethod
-    def read(cls, project: Project) -> _Humans:
-        humans = cls()
-        for answer in current_answers(project_id=project.pk):
-            if answer.kind == Kind.GRADE and answer.grade is not None:
-                humans.graders[answer.pair_id].append(answer.username)
-                if answer.protocol is not None:
-                    humans.protocols[answer.pair_id].add(answer.protocol)
-        return humans
-
-
-def _final(project: Project, policy: str, unresolved: Policy) -> tuple[FinalLabel, ...]:
-    """The people's final labels under the policy (the rules are `agreement.labels`')."""
-    if policy == ReleasePolicy.HUMANS:
-        people = [replace(p, adjudicated=None) for p in pair_grades(project=project) if p.grades]
-        return final_labels(people, unresolved).labels
-    return final_labels_of(project=project, policy=unresolved).labels
-
-
-def human_labels(
-    *, project: Project, policy: str, unresolved: Policy, humans: _Humans
-) -> list[Label]:
-    """The labels people gave, with who gave them (the lead, for an adjudicated one)."""
-    leads = dict(latest_adjudications(project=project).values_list("pair_id", "lead__username"))
-    labels = []
-    for final in _final(project, policy, unresolved):
-        if final.grade is None:
-            continue  # an unresolved pair left out
-        adjudicated = final.provenance is Provenance.ADJUDICATED
-        by = (leads[final.pair_id],) if adjudicated else tuple(humans.graders[final.pair_id])
-        labels.append(
-            Label(final.pair_id, final.qid, final.docid, final.grade, final.provenance.value, by)
-        )
-    return labels
-
-
-def llm_labels(*, project: Project, people: Iterable[int]) -> list[Label]:
-    """For the pairs no person labelled (ids not in `people`), outside the human-only slice:
-    the grade of the newest judge version that passed its gate."""
-    versions = JudgeVersion.objects.filter(judge__project=project)
-    passed = [v.pk for v in versions if gate_passed(version=v)]
-    if not passed:
-        return []
-    labelled = set(people)
-    slice_queries = HumanOnlyQuery.objects.filter(project=project).values("query_id")
-    rows = (
-        LLMJudgment.objects.filter(version_id__in=passed, status=LLMStatus.OK, repeat=0)
-        .exclude(pair__query_id__in=slice_queries)
-        .order_by("pair_id", "-version_id")
-        .values_list("pair_id", "pair__query__qid", "pair__document__docid", "version_id", "grade")
-    )
-    labels: dict[int, Label] = {}
-    for pair_id, qid, docid, version_id, grade in rows.iterator(chunk_size=10_000):
-        if grade is not None and pair_id not in labelled and pair_id not in labels:
-            labels[pair_id] = Label(pair_id, qid, docid, grade, LabelSource.LLM, (), version_id)
-    return list(labels.values())
-
-
-def labels_of(
-    *, project: Project, policy: str, unresolved: Policy, humans: _Humans | None = None
-) -> list[Label]:
-    """Every label the policy gives, in qrels order (qid, then docid)."""
-    humans = humans or _Humans.read(project)
-    labels = human_labels(project=project, policy=policy, unresolved=unresolved, humans=humans)
-    if policy == ReleasePolicy.LLM:
-        # A pair a person graded or a lead adjudicated is the people's, even when the
-        # unresolved policy leaves it out.
-        adjudicated = latest_adjudications(project=project).values_list("pair_id", flat=True)
-        labels += llm_labels(project=project, people=humans.graders.keys() | set(adjudicated))
-    return sorted(labels, key=lambda label: (label.qid, label.docid))
 
 
 def release_preview(*, project: Project, policy: str, unresolved: Policy) -> dict[str, Any]:
@@ -176,8 +75,8 @@ def release_preview(*, project: Project, policy: str, unresolved: Policy) -> dic
     labels = labels_of(project=project, policy=policy, unresolved=unresolved)
     return {
         "pairs": len(labels),
-        "sources": _counted(x.source for x in labels),
-        "grades": _counted(str(x.grade) for x in labels),
+        "sources": counted(x.source for x in labels),
+        "grades": counted(str(x.grade) for x in labels),
     }
 
 
@@ -221,7 +120,7 @@ def release_create(
     if "\x00" in note:
         raise ReleaseError("The note holds a NUL character, which cannot be stored.")
     project_lock(project)
-    humans = _Humans.read(project)
+    humans = Humans.read(project)
     labels = labels_of(project=project, policy=str(policy), unresolved=rule, humans=humans)
     last = Release.objects.filter(project=project).aggregate(last=Max("number"))["last"] or 0
     lines = [(x.qid, x.docid, x.grade) for x in labels]
@@ -289,112 +188,6 @@ def rescore_job_of(*, release: Release) -> Job | None:
     """The release's latest re-scoring job."""
     jobs = Job.objects.filter(project_id=release.project_id, kind=RESCORE)
     return jobs.filter(params__release_id=release.pk).order_by("-pk").first()
-
-
-# --------------------------------------------------------------------------- the manifest
-
-
-def manifest_of(
-    *, release: Release, labels: Sequence[Label], strata: dict[str, str], humans: _Humans
-) -> dict[str, Any]:
-    """What the release was made of, as plain data (the manifest download)."""
-    project = release.project
-    versions = Counter(x.judge_version_id for x in labels if x.judge_version_id is not None)
-    return {
-        "format": MANIFEST_FORMAT,
-        "project": project.slug,
-        "release": release.number,
-        "policy": release.policy,
-        "unresolved": release.unresolved,
-        "policies": {
-            "release": ReleasePolicy(release.policy).label,
-            "unresolved": "pairs whose judges disagree, not adjudicated: "
-            + UnresolvedPolicy(release.unresolved).label,
-        },
-        "note": release.note,
-        "created_by": release.created_by.username if release.created_by else None,
-        "created_at": release.created_at.isoformat(),
-        "pairs": len(labels),
-        "queries": len({x.qid for x in labels}),
-        "content_hash": release.content_hash,
-        "protocol_versions": _protocols(labels, humans),
-        **_pools(project),
-        "samples": _samples(project),
-        "judge_versions": _judge_versions(versions),
-        "counts": {
-            "grade": _counted(str(x.grade) for x in labels),
-            "stratum": _counted(strata.get(x.qid, "") or "none" for x in labels),
-            "source": _counted(x.source for x in labels),
-        },
-        "human_only": sorted(
-            HumanOnlyQuery.objects.filter(project=project).values_list("query__qid", flat=True)
-        ),
-    }
-
-
-def _counted(values: Iterable[str]) -> dict[str, int]:
-    return dict(sorted(Counter(values).items()))
-
-
-def _protocols(labels: Sequence[Label], humans: _Humans) -> list[int]:
-    """The protocol version numbers the labels' judgments were made under."""
-    numbers: set[int] = set()
-    for x in labels:
-        if x.pair_id is not None and x.source != LabelSource.LLM:
-            numbers |= humans.protocols.get(x.pair_id, set())
-    versions = {x.judge_version_id for x in labels if x.judge_version_id is not None}
-    judged = JudgeVersion.objects.filter(pk__in=versions, protocol__isnull=False)
-    numbers |= set(judged.values_list("protocol__number", flat=True))
-    return sorted(numbers)
-
-
-def _pools(project: Project) -> dict[str, Any]:
-    pools = Pool.objects.filter(project=project).prefetch_related("runs").order_by("pk")
-    shown: list[dict[str, Any]] = [
-        {
-            "id": pool.pk,
-            "depth": pool.depth,
-            "runs": sorted(run.name for run in pool.runs.all()),
-            "created": pool.created_at.isoformat(),
-        }
-        for pool in pools
-    ]
-    pooled = sorted({run.name for pool in pools for run in pool.runs.all()})
-    return {"pools": shown, "runs_pooled": pooled}
-
-
-def _samples(project: Project) -> list[dict[str, Any]]:
-    samples = QuerySample.objects.filter(project=project, accepted_at__isnull=False)
-    found = []
-    for sample in samples.select_related("log").order_by("pk"):
-        strata = sample.sampled.values("query__stratum").annotate(n=Count("pk"))
-        found.append(
-            {
-                "id": sample.pk,
-                "log": sample.log.name,
-                "seed": sample.seed,
-                "quotas": sample.quotas,
-                "weighted": sample.weighted,
-                "strata": {row["query__stratum"] or "none": row["n"] for row in strata},
-                "accepted": sample.accepted_at.isoformat() if sample.accepted_at else None,
-            }
-        )
-    return found
-
-
-def _judge_versions(used: Counter[int]) -> list[dict[str, Any]]:
-    found = []
-    for version in JudgeVersion.objects.filter(pk__in=used).select_related("judge").order_by("pk"):
-        calibration = latest_calibration(version=version)
-        found.append(
-            {
-                "judge": version.judge.name,
-                "digest": version.digest,
-                "kappa": (calibration.report or {}).get("kappa") if calibration else None,
-                "labels": used[version.pk],
-            }
-        )
-    return found
 
 
 # --------------------------------------------------------------------------- reading a release
@@ -627,64 +420,3 @@ def runs_unscored(*, release: Release) -> int:
     """How many of the project's runs the release has not scored (added after it)."""
     done = RunEvaluation.objects.filter(release=release).values("run_id")
     return Run.objects.filter(project_id=release.project_id).exclude(pk__in=done).count()
-
-
-# --------------------------------------------------------------------------- the history
-
-
-@dataclass(frozen=True)
-class HistoryCell:
-    value: float | None
-    change: float | None  # from the previous release that scored the run
-    beyond_noise: bool  # the change is wider than half the run's interval under this release
-
-
-@dataclass(frozen=True)
-class HistoryRow:
-    run: Run
-    cells: list[HistoryCell | None]  # one per release; None: not scored under it
-
-
-@dataclass(frozen=True)
-class History:
-    """Each run's value of one measure under each release. A run never changes, so a move
-    between two releases is the judgments'; when every run moves alike, the labels moved
-    (suspect the harness), while a new system shows up as a new row."""
-
-    metric: str
-    releases: list[Release]
-    rows: list[HistoryRow]
-    mean_change: list[float | None]  # per release: the runs' mean change from the previous
-
-
-def release_history(*, project: Project, metric: str = "ndcg@10") -> History:
-    if metric not in STORED_MEASURES:
-        raise ReleaseError(f"metric must be one of {', '.join(STORED_MEASURES)}")
-    releases = list(Release.objects.filter(project=project).order_by("number"))
-    rows = RunEvaluation.objects.filter(release__project=project).values_list(
-        "release_id", "run_id", "means", "intervals"
-    )
-    found = {
-        (r, run): (means.get(metric), intervals.get(metric)) for r, run, means, intervals in rows
-    }
-    history_rows = []
-    for run in Run.objects.filter(project=project).order_by("name"):
-        cells: list[HistoryCell | None] = []
-        previous: float | None = None
-        for release in releases:
-            if (release.pk, run.pk) not in found:
-                cells.append(None)
-                continue
-            value, interval = found[(release.pk, run.pk)]
-            change = None if value is None or previous is None else value - previous
-            half = (interval[1] - interval[0]) / 2 if interval and None not in interval else None
-            beyond = change is not None and half is not None and abs(change) > half
-            cells.append(HistoryCell(value, change, beyond))
-            previous = value if value is not None else previous
-        history_rows.append(HistoryRow(run, cells))
-    mean_change = []
-    for i in range(len(releases)):
-        cells = [row.cells[i] for row in history_rows]
-        defined = [c.change for c in cells if c is not None and c.change is not None]
-        mean_change.append(sum(defined) / len(defined) if defined else None)
-    return History(metric, releases, history_rows, mean_change)

@@ -28,13 +28,13 @@ from jobs.errors import QueueUnavailable
 from jobs.services import job_enqueue
 
 from .models import Release, ReleasePolicy
+from .release_history import release_history
 from .services_release import (
     STORED_MEASURES,
     ReleaseError,
     qrels_text,
     release_create,
     release_diff,
-    release_history,
     release_labels,
     release_of,
     release_preview,
