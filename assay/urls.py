@@ -20,6 +20,7 @@ from assay.health import healthz
 from evaluation import api_llm as evaluation_api_llm
 from evaluation import views as evaluation_views
 from evaluation import views_llm as llm_views
+from evaluation import views_release as release_views
 from jobs import views as jobs_views
 from judging import api as judging_api
 from judging import views as judging_views
@@ -156,6 +157,33 @@ urlpatterns = [
     path("p/<slug:slug>/pool/runs/status/", runs_views.runs_status, name="runs_status"),
     path("p/<slug:slug>/queries/download/", runs_views.queries_download, name="queries_download"),
     path("p/<slug:slug>/qrels/", evaluation_views.qrels_download, name="qrels_download"),
+    path("p/<slug:slug>/releases/", release_views.releases, name="releases"),
+    # before <int:number>/: "history" is no number, but keep the fixed paths first
+    path(
+        "p/<slug:slug>/releases/history/",
+        release_views.release_history_view,
+        name="release_history",
+    ),
+    path(
+        "p/<slug:slug>/releases/<int:number>/",
+        release_views.release_detail,
+        name="release_detail",
+    ),
+    path(
+        "p/<slug:slug>/releases/<int:number>/download/<str:kind>/",
+        release_views.release_download,
+        name="release_download",
+    ),
+    path(
+        "p/<slug:slug>/releases/<int:number>/diff/",
+        release_views.release_diff_view,
+        name="release_diff",
+    ),
+    path(
+        "p/<slug:slug>/releases/<int:number>/rescore/",
+        release_views.release_rescore_view,
+        name="release_rescore",
+    ),
     path("p/<slug:slug>/adjudicate/", adjudication_views.adjudicate_queue, name="adjudicate_queue"),
     path(
         "p/<slug:slug>/adjudicate/<int:pair_id>/",

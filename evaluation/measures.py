@@ -70,9 +70,12 @@ __all__ = [
     "Contract",
     "Empty",
     "Gain",
+    "RankedRows",
+    "RankedScorer",
     "RunScores",
     "evaluate",
     "evaluate_files",
+    "evaluate_ranked",
     "parse_measures",
 ]
 
@@ -524,4 +527,63 @@ def _score_file(path: str | Path, specs: tuple[_Spec, ...], judgments: _Judgment
 def _score_table(table: RunTable, stats: _Stats) -> RunScores:
     qmap = _qmap(table.qids, stats.judgments, np.zeros(0, dtype=np.int64))
     _score_rows(table, qmap, stats)
+    return _finish(stats)
+
+
+@dataclass(frozen=True)
+class RankedRows:
+    """Rows of a run whose ranks are final (trec_eval order, as a project stores its runs),
+    typically only the rows whose document the qrels judge, and how many documents the run
+    retrieved for each of its queries. ``qid_codes`` index ``qids``; ``retrieved`` is indexed
+    like ``qids``. A run's unjudged rows add nothing to any measure but their number (nDCG,
+    recall, precision, MRR and MAP look at judged ranks; judged@k at the count retrieved), so
+    scoring these is scoring the whole run."""
+
+    qids: tuple[str, ...]
+    qid_codes: I32
+    doc_keys: U64
+    ranks: I64
+    retrieved: I64
+
+
+def evaluate_ranked(
+    qrels: QrelsTable,
+    runs: Mapping[str, RankedRows],
+    measures: Sequence[str],
+    contract: Contract = Contract(),
+) -> dict[str, RunScores]:
+    """Score runs given as :class:`RankedRows` against ``qrels`` (read once): the same values
+    as :func:`evaluate` on the whole runs, without reading their unjudged rows. Raises
+    ValueError for unknown measures or a document listed twice for one query."""
+    scorer = RankedScorer(qrels, measures, contract)
+    return {name: scorer.score(rows) for name, rows in runs.items()}
+
+
+class RankedScorer:
+    """Scores :class:`RankedRows` one run at a time against qrels read once (what
+    :func:`evaluate_ranked` does for a mapping of runs)."""
+
+    def __init__(
+        self, qrels: QrelsTable, measures: Sequence[str], contract: Contract = Contract()
+    ) -> None:
+        self._specs = tuple(_parse_one(name) for name in parse_measures(measures))
+        self._judgments = _Judgments.build(qrels, contract)
+
+    def score(self, rows: RankedRows) -> RunScores:
+        return _score_ranked(rows, _Stats.empty(self._specs, self._judgments))
+
+
+def _score_ranked(rows: RankedRows, stats: _Stats) -> RunScores:
+    qmap = _qmap(rows.qids, stats.judgments, np.zeros(0, dtype=np.int64))
+    known = qmap >= 0
+    stats.not_in_qrels = int((~known & (rows.retrieved > 0)).sum())
+    stats.n_ret[qmap[known]] += rows.retrieved[known]
+    if len(rows.qid_codes) and has_duplicates(rows.qid_codes, rows.doc_keys):
+        raise _DuplicateDocument
+    queries = qmap[rows.qid_codes]
+    judged, grades = stats.judgments.index.grades_of(queries, rows.doc_keys)
+    kept = np.flatnonzero(judged)
+    queries, ranks, grades = queries[kept], rows.ranks[kept], grades[kept]
+    order = np.lexsort((ranks, queries))
+    stats.add(queries[order], ranks[order], grades[order])
     return _finish(stats)
