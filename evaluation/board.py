@@ -149,9 +149,10 @@ class StrataBoard:
 
 def strata_read(*, release: Release, metric: str, canary: Canary | None = None) -> StrataBoard:
     """Each run's mean of `metric` per stratum, weighted to the log, and over the canary."""
-    strata = _strata(release)
-    pi = _inclusion_probabilities(release)
-    picked = _canary_qids(release, canary) if canary else None
+    qids = _release_qids(release)
+    strata = _strata(release, qids)
+    pi = _inclusion_probabilities(release, qids)
+    picked = _canary_qids(release, qids, strata, canary) if canary else None
     stored = RunEvaluation.objects.filter(release=release).order_by("run__name")
     runs = [
         (name, {q: m[metric] for q, m in per_query.items() if metric in m})
@@ -183,33 +184,34 @@ def _release_qids(release: Release) -> set[str]:
     return set(ReleaseLabel.objects.filter(release=release).values_list("qid", flat=True))
 
 
-def _strata(release: Release) -> dict[str, str]:
+def _strata(release: Release, qids: set[str]) -> dict[str, str]:
     """qid -> stratum: the one copied into the release, else the query's as it is now."""
     copied = ReleaseLabel.objects.filter(release=release).exclude(stratum="")
     strata = dict(copied.values_list("qid", "stratum").distinct())
-    missing = _release_qids(release) - strata.keys()
+    missing = qids - strata.keys()
     if missing:
         now = Query.objects.filter(project_id=release.project_id, qid__in=missing)
         strata.update(now.exclude(stratum="").values_list("qid", "stratum"))
     return strata
 
 
-def _inclusion_probabilities(release: Release) -> dict[str, float]:
+def _inclusion_probabilities(release: Release, qids: set[str]) -> dict[str, float]:
     queries = Query.objects.filter(
         project_id=release.project_id,
-        qid__in=_release_qids(release),
+        qid__in=qids,
         inclusion_probability__isnull=False,
     )
     return {q: float(p) for q, p in queries.values_list("qid", "inclusion_probability") if p}
 
 
-def _canary_qids(release: Release, canary: Canary) -> set[str]:
-    qids = _release_qids(release)
+def _canary_qids(
+    release: Release, qids: set[str], strata: Mapping[str, str], canary: Canary
+) -> set[str]:
     queries = Query.objects.filter(project_id=release.project_id, qid__in=qids)
     if canary.kind == "qids":
         return qids & set(canary.value.replace(",", " ").split())
     if canary.kind == "stratum":
-        return {q for q, s in _strata(release).items() if s == canary.value}
+        return {q for q, s in strata.items() if s == canary.value}
     if canary.kind == "text":
         return set(queries.filter(text__icontains=canary.value).values_list("qid", flat=True))
     assert canary.condition is not None

@@ -4,7 +4,7 @@ product contract with 95 % bootstrap intervals, as the re-scoring job stores the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from annotation.models import Project
@@ -63,9 +63,20 @@ def release_stored(
     return release
 
 
-def evaluation_store(*, release: Release, run: Run, qrels: Qrels, resamples: int) -> RunEvaluation:
+def evaluation_store(
+    *,
+    release: Release,
+    run: Run,
+    qrels: Qrels,
+    resamples: int,
+    ranked: Mapping[str, Sequence[RunRow]] | None = None,
+) -> RunEvaluation:
+    """`run` scored under `qrels` and stored; `ranked` stands for its stored lines (the
+    benchmark scores runs it does not store line by line)."""
     contract = Contract()
-    scores = evaluate(qrels, ranked_of(run), STORED_MEASURES, contract)
+    scores = evaluate(
+        qrels, ranked if ranked is not None else ranked_of(run), STORED_MEASURES, contract
+    )
     intervals = {}
     for measure in STORED_MEASURES:
         values = [scores.per_query[q][measure] for q in scores.per_query]

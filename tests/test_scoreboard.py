@@ -315,3 +315,15 @@ def test_it_says_when_no_run_was_scored(board: dict) -> None:
     response = _client(board["lead"]).get(reverse("scoreboard", args=["board", 2]))
     assert response.status_code == 200
     assert "No run has been scored under this release yet" in response.content.decode()
+
+
+def test_it_takes_the_query_stratum_when_the_release_copied_none(board: dict) -> None:
+    project: Project = board["project"]
+    release = release_stored(project=project, qrels=board["qrels"], number=2, resamples=200)
+    response = _client(board["lead"]).get(_url(release, metric="hit@5"))
+    strata = response.context["strata"]
+    assert strata.strata == ["head", "torso", "tail", "failures"]
+    alpha = next(row for row in strata.rows if row.name == "alpha")
+    # hit@5: q1, q2, q3 (d05 at rank 5), q4 have a relevant document in alpha's top 5.
+    assert [cell.n for cell in alpha.strata] == [2, 2, 1, 1]
+    assert [cell.mean for cell in alpha.strata] == [1.0, 1.0, 0.0, 0.0]
