@@ -113,7 +113,13 @@ class Canary:
     condition: Condition | None = None
 
     def __str__(self) -> str:
-        return f"{CANARY_KINDS[self.kind]} {self.condition or self.value}"
+        if self.kind == "stratum":
+            return f"the queries of stratum {self.value!r}"
+        if self.kind == "qids":
+            return f"the queries {', '.join(self.value.replace(',', ' ').split())}"
+        if self.kind == "text":
+            return f"the queries whose text contains {self.value!r}"
+        return f"the queries with a relevant document whose metadata has {self.condition}"
 
 
 def canary_of(kind: str, value: str) -> Canary | None:

@@ -63,7 +63,10 @@ def scoreboard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
             context["canary_error"] = str(error)
             status = 400
         else:
-            context["strata"] = strata_read(release=release, metric=metric, canary=canary)
+            strata = strata_read(release=release, metric=metric, canary=canary)
+            order = {row.name: k for k, row in enumerate(board.rows)}  # the table's order
+            strata.rows.sort(key=lambda row: order.get(row.name, len(order)))
+            context["strata"] = strata
     return render(request, "evaluation/board_scoreboard.html", context, status=status)
 
 

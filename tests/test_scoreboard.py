@@ -167,7 +167,7 @@ def test_it_shows_what_evaluate_says_on_the_release_qrels_and_run_files(board: d
 def test_it_prints_the_metric_contract_above_the_table(board: dict) -> None:
     page = _client(board["lead"]).get(_url(board["release"])).content.decode()
     contract = page.split('id="contract"', 1)[1].split("</div>", 1)[0]
-    assert "gain: exponential (2^grade - 1" in contract
+    assert "gain: exponential, 2^grade - 1" in contract
     assert "relevance threshold 1" in contract
     assert "nDCG@10, recall@100, hit@5 and hit@10, judged@10" in contract
     assert page.index('id="contract"') < page.index('<table class="board">')
@@ -265,6 +265,9 @@ def test_it_gives_a_canary_slice_mean_with_n(
     page = response.content.decode()
     assert f"n={len(qids)}" in _cell(page, "alpha", "data-slice", "canary")
     assert 'id="canary-slice"' in page
+    # The section lists the runs in the table's order (nDCG@10, best first).
+    strata = page.split('id="strata"', 1)[1]
+    assert _rows(page) == [html.unescape(n) for n in re.findall(r'<tr data-run="([^"]*)"', strata)]
 
 
 def test_it_refuses_a_canary_condition_it_cannot_read(board: dict) -> None:
