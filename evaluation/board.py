@@ -40,15 +40,27 @@ CANARY_KINDS = {
 
 @dataclass(frozen=True)
 class BoardRow:
+    """One run's stored scores. A mean is None (or absent) for a measure no query defines,
+    an interval bound None likewise."""
+
     run_id: int
     name: str
-    means: Mapping[str, float]
-    intervals: Mapping[str, list[float]]
+    means: Mapping[str, float | None]
+    intervals: Mapping[str, list[float | None]]
     queries: Mapping[str, int]
+
+    def mean(self, measure: str) -> float | None:
+        return self.means.get(measure)
+
+    def interval(self, measure: str) -> tuple[float, float] | None:
+        pair = self.intervals.get(measure) or []
+        if len(pair) != 2 or pair[0] is None or pair[1] is None:
+            return None
+        return (float(pair[0]), float(pair[1]))
 
     @property
     def judged(self) -> float | None:
-        return self.means.get(JUDGED)
+        return self.mean(JUDGED)
 
     @property
     def has_holes(self) -> bool:
@@ -56,8 +68,8 @@ class BoardRow:
         return self.judged is not None and self.judged < 1.0
 
     @property
-    def cells(self) -> list[tuple[str, float | None, list[float] | None]]:
-        return [(m, self.means.get(m), self.intervals.get(m)) for m in BOARD_MEASURES]
+    def cells(self) -> list[tuple[str, float | None, tuple[float, float] | None]]:
+        return [(m, self.mean(m), self.interval(m)) for m in BOARD_MEASURES]
 
 
 @dataclass(frozen=True)
@@ -93,12 +105,9 @@ def board_read(*, release: Release, sort: str = "ndcg@10", descending: bool = Tr
 def sort_rows(rows: list[BoardRow], sort: str, descending: bool) -> list[BoardRow]:
     if sort == "run":
         return sorted(rows, key=lambda r: r.name, reverse=descending)
-    present = sorted(
-        (r for r in rows if sort in r.means),
-        key=lambda r: (r.means[sort], r.name),
-        reverse=descending,
-    )
-    return present + sorted((r for r in rows if sort not in r.means), key=lambda r: r.name)
+    present = [r for r in rows if r.mean(sort) is not None]
+    ordered = sorted(present, key=lambda r: (r.mean(sort), r.name), reverse=descending)
+    return ordered + sorted((r for r in rows if r.mean(sort) is None), key=lambda r: r.name)
 
 
 # --------------------------------------------------------------------------- strata and slices
@@ -161,7 +170,7 @@ def strata_read(*, release: Release, metric: str, canary: Canary | None = None) 
     picked = _canary_qids(release, qids, strata, canary) if canary else None
     stored = RunEvaluation.objects.filter(release=release).order_by("run__name")
     runs = [
-        (name, {q: m[metric] for q, m in per_query.items() if metric in m})
+        (name, {q: m[metric] for q, m in per_query.items() if m.get(metric) is not None})
         for name, per_query in stored.values_list("run__name", "per_query")
     ]
     by_run = [stratum_means(values, strata) for _, values in runs]

@@ -73,18 +73,16 @@ def scoreboard(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 def _chart(rows: list[BoardRow], measure: str) -> KappaPlot | None:
     """The runs' means of `measure` with their intervals, on the agreement page's axis
     (0 to 1, the measures' range), in the table's order."""
-    points = [
-        PlotInput(
-            group="",
-            label=row.name,
-            kappa=row.means.get(measure, math.nan),
-            ci=_interval(row.intervals.get(measure)),
-            n=int(row.queries.get("scored", 0)),
+    points = []
+    for row in rows:
+        mean = row.mean(measure)
+        points.append(
+            PlotInput(
+                group="",
+                label=row.name,
+                kappa=math.nan if mean is None else float(mean),
+                ci=row.interval(measure),
+                n=int(row.queries.get("scored", 0)),
+            )
         )
-        for row in rows
-    ]
     return kappa_plot(points, threshold=0.0) if points else None
-
-
-def _interval(pair: list[float] | None) -> tuple[float, float] | None:
-    return (float(pair[0]), float(pair[1])) if pair and len(pair) == 2 else None

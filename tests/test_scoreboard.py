@@ -20,7 +20,8 @@ from django.urls import reverse
 
 from annotation.models import Document, Project, Query, Role
 from annotation.services import corpus_import, membership_set, project_create, protocol_publish
-from evaluation.models import Release
+from evaluation.measures import Contract
+from evaluation.models import Release, RunEvaluation
 from evaluation.stats import bootstrap_interval
 from formats.trec import RunRow
 from judging.services import pool_open
@@ -330,3 +331,27 @@ def test_it_takes_the_query_stratum_when_the_release_copied_none(board: dict) ->
     # hit@5: q1, q2, q3 (d05 at rank 5), q4 have a relevant document in alpha's top 5.
     assert [cell.n for cell in alpha.strata] == [2, 2, 1, 1]
     assert [cell.mean for cell in alpha.strata] == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_it_shows_an_undefined_mean_and_sorts_it_last(board: dict) -> None:
+    """A measure no query defines is stored as None, its interval as [None, None]."""
+    project: Project = board["project"]
+    empty = Run.objects.create(project=project, name="empty")
+    measures = ["ndcg@10", "recall@100", "mrr", "map", "hit@5", "hit@10", "judged@10"]
+    RunEvaluation.objects.create(
+        release=board["release"],
+        run=empty,
+        contract=Contract().as_dict(),
+        means=dict.fromkeys(measures),
+        intervals={m: [None, None] for m in measures},
+        per_query={},
+        queries={"scored": 0, "skipped_no_relevant": 1, "missing_from_run": 0},
+    )
+    client = _client(board["lead"])
+    for direction in ("asc", "desc"):
+        response = client.get(_url(board["release"], sort="mrr", dir=direction, metric="mrr"))
+        assert response.status_code == 200
+        assert _rows(response.content.decode())[-1] == "empty"
+    page = response.content.decode()
+    assert "undefined" in _cell(page, "empty", "data-measure", "mrr")
+    assert "not scored" in page.split('class="kappa-plot board-chart"', 1)[1]
