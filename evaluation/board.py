@@ -8,7 +8,7 @@ hundred kilobytes per run) are read only for the per-stratum section, when it is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from annotation.models import Document, Query
@@ -159,7 +159,6 @@ class StrataBoard:
     canary: Canary | None = None
     canary_queries: int = 0  # queries of the release in the slice
     weighted_queries: int = 0  # queries of the release with an inclusion probability
-    notes: list[str] = field(default_factory=list)
 
 
 def strata_read(*, release: Release, metric: str, canary: Canary | None = None) -> StrataBoard:
