@@ -6,7 +6,7 @@ Usage: python bench/bench_scoreboard.py [--runs 50] [--queries 1000] [--database
 Set-up, not timed (a fresh database, created and migrated): a project of 1,000 queries
 (head / torso / tail / failures, an inclusion probability on 90 % of them), release 1 with 30
 labels per query (30,000, grades 0-3), 30,000 documents with a publication date in their
-metadata, and 50 runs of depth 100 per query (a third of each top 100 labelled, the rest
+metadata, and 50 runs of depth 100 per query (25 of each top 100 labelled, the rest
 unjudged). Each run is scored by `evaluate` under the product contract with the eight stored
 measures and 10,000-resample bootstrap intervals, and stored as a RunEvaluation row (means,
 intervals, the 8,000 per-query values), as the re-scoring job stores them.
@@ -100,8 +100,8 @@ def setup(runs: int, queries: int) -> dict[str, object]:
             run = Run.objects.create(project=project, name=f"system-{k:02d}")
             ranked = {}
             for q, qid in enumerate(qids):
-                # A third labelled documents of the query, the rest unjudged; scores random.
-                judged = [f"D{q}_{j}" for j in rng.choice(LABELS, DEPTH // 3, replace=False)]
+                # 25 of the query's 30 labelled documents, the rest unjudged; scores random.
+                judged = [f"D{q}_{j}" for j in rng.choice(LABELS, LABELS * 5 // 6, replace=False)]
                 docids = judged + [f"U{q}_{k}_{j}" for j in range(DEPTH - len(judged))]
                 scores = rng.random(DEPTH) + np.where(np.arange(DEPTH) < len(judged), k / runs, 0)
                 ranked[qid] = [

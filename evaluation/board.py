@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import QuerySet
+from django.db.models.fields.json import KeyTransform
+
 from annotation.models import Document, Query
 
 from .models import Release, ReleaseLabel, RunEvaluation
@@ -165,7 +168,7 @@ def strata_read(*, release: Release, metric: str, canary: Canary | None = None) 
     """Each run's mean of `metric` per stratum, weighted to the log, and over the canary."""
     qids = _release_qids(release)
     strata = _strata(release, qids)
-    pi = _inclusion_probabilities(release, qids)
+    pi = _inclusion_probabilities(release)
     picked = _canary_qids(release, qids, strata, canary) if canary else None
     stored = RunEvaluation.objects.filter(release=release).order_by("run__name")
     runs = [
@@ -195,56 +198,60 @@ def strata_read(*, release: Release, metric: str, canary: Canary | None = None) 
 
 
 def _release_qids(release: Release) -> set[str]:
-    return set(ReleaseLabel.objects.filter(release=release).values_list("qid", flat=True))
+    return set(_labels(release).values_list("qid", flat=True))
+
+
+def _labels(release: Release) -> QuerySet[ReleaseLabel]:
+    return ReleaseLabel.objects.filter(release=release)
+
+
+def _queries(release: Release) -> QuerySet[Query]:
+    """The project's queries the release labels (a subquery: no list of ids sent over)."""
+    in_release = _labels(release).values("qid")
+    return Query.objects.filter(project_id=release.project_id, qid__in=in_release)
 
 
 def _strata(release: Release, qids: set[str]) -> dict[str, str]:
     """qid -> stratum: the one copied into the release, else the query's as it is now."""
-    copied = ReleaseLabel.objects.filter(release=release).exclude(stratum="")
+    copied = _labels(release).exclude(stratum="")
     strata = dict(copied.values_list("qid", "stratum").distinct())
-    missing = qids - strata.keys()
-    if missing:
-        now = Query.objects.filter(project_id=release.project_id, qid__in=missing)
-        strata.update(now.exclude(stratum="").values_list("qid", "stratum"))
+    if qids - strata.keys():
+        now = _queries(release).exclude(stratum="").exclude(qid__in=list(strata))
+        strata.update(now.values_list("qid", "stratum"))
     return strata
 
 
-def _inclusion_probabilities(release: Release, qids: set[str]) -> dict[str, float]:
-    queries = Query.objects.filter(
-        project_id=release.project_id,
-        qid__in=qids,
-        inclusion_probability__isnull=False,
-    )
+def _inclusion_probabilities(release: Release) -> dict[str, float]:
+    queries = _queries(release).filter(inclusion_probability__isnull=False)
     return {q: float(p) for q, p in queries.values_list("qid", "inclusion_probability") if p}
 
 
 def _canary_qids(
     release: Release, qids: set[str], strata: Mapping[str, str], canary: Canary
 ) -> set[str]:
-    queries = Query.objects.filter(project_id=release.project_id, qid__in=qids)
     if canary.kind == "qids":
         return qids & set(canary.value.replace(",", " ").split())
     if canary.kind == "stratum":
         return {q for q, s in strata.items() if s == canary.value}
     if canary.kind == "text":
-        return set(queries.filter(text__icontains=canary.value).values_list("qid", flat=True))
+        matching = _queries(release).filter(text__icontains=canary.value)
+        return set(matching.values_list("qid", flat=True))
     assert canary.condition is not None
     return _queries_with_matching_relevant(release, canary.condition)
 
 
 def _queries_with_matching_relevant(release: Release, condition: Condition) -> set[str]:
     """Queries with at least one release-relevant document (grade at or above the stored
-    contract's threshold) whose metadata matches the condition."""
+    contract's threshold) whose metadata matches the condition. The database finds the
+    relevant documents holding the key and hands over that one value of each; the
+    comparison is the pure core's."""
     contract = RunEvaluation.objects.filter(release=release).values_list("contract", flat=True)
     threshold = int((contract.first() or {}).get("rel_threshold", 1))
-    relevant = ReleaseLabel.objects.filter(release=release, grade__gte=threshold)
-    pairs = list(relevant.values_list("qid", "docid"))
+    relevant = _labels(release).filter(grade__gte=threshold)
     documents = Document.objects.filter(
         project_id=release.project_id,
-        docid__in={d for _, d in pairs},
+        docid__in=relevant.values("docid"),
         metadata__has_key=condition.key,
-    )
-    matching = {
-        d for d, meta in documents.values_list("docid", "metadata") if condition.matches(meta)
-    }
-    return {q for q, d in pairs if d in matching}
+    ).annotate(found=KeyTransform(condition.key, "metadata"))
+    matching = {d for d, found in documents.values_list("docid", "found") if condition.holds(found)}
+    return {q for q, d in relevant.values_list("qid", "docid") if d in matching}

@@ -135,9 +135,11 @@ class Condition:
 
         Numbers (not booleans) compare as numbers when the typed value is one too;
         everything else compares as text (JSON true/false as "true"/"false")."""
-        if self.key not in metadata:
-            return False
-        found = metadata[self.key]
+        return self.key in metadata and self.holds(metadata[self.key])
+
+    def holds(self, found: object) -> bool:
+        """True when a metadata value (JSON: text, number, boolean, null...) satisfies the
+        comparison; null never does."""
         if found is None:
             return False
         compare = _OPERATORS[self.op]

@@ -52,7 +52,8 @@ ALPHA_RR = {"q1": 1.0, "q2": 1 / 2, "q3": 1 / 5, "q4": 1 / 3, "q5": 1 / 13, "q6"
 def _published(i: int) -> dict[str, object]:
     if i == 15:
         return {}  # no date: never in a date slice
-    return {"published": f"{2023 if i <= 5 else 2024}-0{1 + i % 9}-15", "rank_hint": i}
+    published = f"{2023 if i <= 5 else 2024}-0{1 + i % 9}-15"
+    return {"published": published, "rank_hint": i, "open": i % 2 == 0}
 
 
 def _ranked(name: str, docs: list[str]) -> dict[str, list[RunRow]]:
@@ -248,6 +249,8 @@ def test_it_gives_the_means_per_stratum_and_weighted_to_the_log(board: dict) -> 
         ("metadata", "published >= 2024-01-01", ["q5", "q6"]),  # d13; d07 and d14
         ("metadata", "published < 2024-01-01", ["q1", "q2", "q3", "q4"]),
         ("metadata", "rank_hint = 7", ["q6"]),  # a number compares as a number
+        ("metadata", "rank_hint > 12", ["q5", "q6"]),  # not as text: "7" > "12"
+        ("metadata", "open = true", ["q2", "q6"]),  # d02, d14
         ("text", "CALENDAR", ["q3", "q4"]),
         ("qids", "q1, q6 q99", ["q1", "q6"]),
         ("stratum", "head", ["q1", "q2"]),
@@ -281,7 +284,7 @@ def test_it_refuses_a_canary_condition_it_cannot_read(board: dict) -> None:
 
 def test_it_keeps_the_corpus_metadata_on_import(board: dict) -> None:
     stored = dict(Document.objects.values_list("docid", "metadata"))
-    assert stored["d07"] == {"published": "2024-08-15", "rank_hint": 7}
+    assert stored["d07"] == {"published": "2024-08-15", "rank_hint": 7, "open": False}
     assert stored["d15"] == {}
 
 
