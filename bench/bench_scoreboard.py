@@ -141,10 +141,17 @@ def child() -> dict[str, object]:
         ),
     }
     timings: dict[str, object] = {}
+    # The process's first request loads the URL map and every app's views: start-up, not
+    # this page's cost; it is timed on the project list.
+    start = time.perf_counter()
+    assert client.get("/").status_code == 200
+    timings["start-up: the process's first request (the project list)"] = (
+        time.perf_counter() - start
+    )
     with CaptureQueriesContext(connection) as captured:
         start = time.perf_counter()
         first = client.get(base)
-        timings["first render (fresh process)"] = time.perf_counter() - start
+        timings["first render of the scoreboard"] = time.perf_counter() - start
     assert first.status_code == 200, first.status_code
     assert b"system-00" in first.content
     timings["SQL statements of a render"] = len(captured.captured_queries)
@@ -198,14 +205,16 @@ def report(made: dict, timings: dict, sizes: dict) -> str:
             lines.append(
                 f"| {name} | {value[0] * 1000:.0f} | {value[len(value) // 2] * 1000:.0f} |"
             )
-    first = timings["first render (fresh process)"]
+    first = timings["first render of the scoreboard"]
+    startup = timings["start-up: the process's first request (the project list)"]
     median = timings["the scoreboard (sorted by nDCG@10)"][REPEAT // 2]
     statements, size = timings["SQL statements of a render"], timings["page size (KB)"]
     verdict = "met" if median <= TARGET else "NOT met"
     lines += [
         "",
-        f"First render in a fresh process: {first * 1000:.0f} ms; {statements} SQL statements "
-        f"per render; page {size:.0f} KB.",
+        f"In a fresh process: start-up (the first request, another page) {startup * 1000:.0f} "
+        f"ms, then the scoreboard's first render {first * 1000:.0f} ms; {statements} SQL "
+        f"statements per render; page {size:.0f} KB.",
         f"Target, the table in <= {TARGET * 1000:.0f} ms: {verdict} (median {median * 1000:.0f} "
         "ms). The table reads means, intervals and counts only (`.only(...)`, never the "
         "per-query values); the per-stratum section reads every run's per-query values, so it "
