@@ -152,7 +152,8 @@ class StrataRow:
     name: str
     overall: SliceMean
     strata: tuple[SliceMean | None, ...]  # in the board's order of strata
-    weighted: WeightedMean
+    weighted: WeightedMean  # per distinct query of the log: 1 / pi
+    traffic: WeightedMean  # per search: frequency / pi
     canary: SliceMean | None
 
 
@@ -170,7 +171,7 @@ def strata_read(*, release: Release, metric: str, canary: Canary | None = None) 
     """Each run's mean of `metric` per stratum, weighted to the log, and over the canary."""
     qids = _release_qids(release)
     strata = _strata(release, qids)
-    pi = _inclusion_probabilities(release)
+    pi, frequency = _inclusion_probabilities(release)
     picked = _canary_qids(release, qids, strata, canary) if canary else None
     runs = _one_measure(release, metric)
     by_run = [stratum_means(values, strata) for _, values in runs]
@@ -181,6 +182,7 @@ def strata_read(*, release: Release, metric: str, canary: Canary | None = None) 
             overall=slice_mean(values, values.keys()),
             strata=tuple(means.get(s) for s in names),
             weighted=weighted_mean(values, pi),
+            traffic=weighted_mean(values, pi, frequency),
             canary=slice_mean(values, picked) if picked is not None else None,
         )
         for (name, values), means in zip(runs, by_run, strict=True)
@@ -250,9 +252,16 @@ def _strata(release: Release, qids: set[str]) -> dict[str, str]:
     return strata
 
 
-def _inclusion_probabilities(release: Release) -> dict[str, float]:
+def _inclusion_probabilities(release: Release) -> tuple[dict[str, float], dict[str, float]]:
+    """qid -> inclusion probability, and qid -> frequency in the log, where known."""
     queries = _queries(release).filter(inclusion_probability__isnull=False)
-    return {q: float(p) for q, p in queries.values_list("qid", "inclusion_probability") if p}
+    pi, frequency = {}, {}
+    for qid, p, f in queries.values_list("qid", "inclusion_probability", "frequency"):
+        if p is not None:
+            pi[qid] = float(p)
+        if f:
+            frequency[qid] = float(f)
+    return pi, frequency
 
 
 def _canary_qids(

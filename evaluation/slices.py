@@ -5,15 +5,21 @@ All of it is computed from the stored per-query values of a run (what `evaluate`
 a slice's mean is the plain mean of those values over the slice's queries, and the weighted
 mean is the Hájek estimator:
 
-    mean_w = sum_i w_i x_i / sum_i w_i,   w_i = 1 / pi_i
+    mean_w = sum_i w_i x_i / sum_i w_i,   w_i = 1 / pi_i  or  w_i = f_i / pi_i
 
 with pi_i the query's inclusion probability in the stratified sample (annotation's
-``Query.inclusion_probability``). Hájek rather than Horvitz–Thompson (sum_i w_i x_i / N):
-HT needs the log's number of distinct queries N, which the project does not keep, and the
-ratio form is the one that stays within [0, 1] for a measure within [0, 1]. Queries without
-an inclusion probability (not drawn from a log) are left out of the weighted mean and
-counted: a weight of 1 beside weights of 1 / pi in the thousands would be a number with no
-meaning. A query with pi = 1 (taken with certainty) weighs 1.
+``Query.inclusion_probability``) and f_i its frequency in the log (``Query.frequency``).
+Weights 1 / pi estimate the mean over the log's distinct queries (each counted once); weights
+f / pi the mean over its searches, the traffic (a query searched 1,000 times counts 1,000
+times). With a frequency-proportional draw (pi proportional to f) the traffic weights are
+equal within a stratum, as they should be: the draw already favoured frequent queries.
+
+Hájek rather than Horvitz–Thompson (sum_i w_i x_i / N): HT needs the log's number of
+distinct queries (or searches) N, which the project does not keep, and the ratio form is the
+one that stays within [0, 1] for a measure within [0, 1]. Queries without an inclusion
+probability (not drawn from a log), or without a frequency for the traffic mean, are left out
+of the weighted mean and counted: a weight of 1 beside weights of 1 / pi in the thousands
+would be a number with no meaning. A query with pi = 1 (taken with certainty) weighs 1.
 
 Canary conditions compare a document's metadata value with a typed one: as numbers when
 both are numbers, else as strings, so ISO dates (``2024-01-01``) order as dates.
@@ -101,15 +107,25 @@ def stratum_order(name: str) -> tuple[int, int, str]:
     return (1 if name else 2, 0, name)
 
 
-def weighted_mean(values: Mapping[str, float], pi: Mapping[str, float]) -> WeightedMean:
-    """Hájek mean of ``values`` with weights 1 / pi; queries without a usable pi (absent,
-    not in (0, 1]) are counted in ``unweighted`` and left out."""
-    usable = [(v, p) for q, v in values.items() if _usable(p := pi.get(q))]
+def weighted_mean(
+    values: Mapping[str, float],
+    pi: Mapping[str, float],
+    frequency: Mapping[str, float] | None = None,
+) -> WeightedMean:
+    """Hájek mean of ``values`` with weights 1 / pi, or frequency / pi when ``frequency`` is
+    given (per search rather than per distinct query). Queries without a usable pi (absent,
+    not in (0, 1]) or, with ``frequency``, without a positive frequency are counted in
+    ``unweighted`` and left out."""
+    usable = []
+    for qid, value in values.items():
+        p = pi.get(qid)
+        f = 1.0 if frequency is None else frequency.get(qid)
+        if p is not None and _usable(p) and f is not None and math.isfinite(f) and f > 0:
+            usable.append((value, f / p))
     if not usable:
         return WeightedMean(None, 0, len(values))
-    x, p = np.array(usable, dtype=np.float64).T
-    mean = float(np.sum(x / p) / np.sum(1.0 / p))
-    return WeightedMean(mean, len(usable), len(values) - len(usable))
+    x, w = np.array(usable, dtype=np.float64).T
+    return WeightedMean(float(np.sum(w * x) / np.sum(w)), len(usable), len(values) - len(usable))
 
 
 def _usable(p: float | None) -> bool:

@@ -42,6 +42,8 @@ QUERIES = {
     "q6": ("crash on start", "failures", 0.2),
     "q7": ("nothing relevant", "tail", 0.1),
 }
+# Searches in the log; q6's is unknown (a known failure added by hand, say).
+FREQUENCY = {"q1": 100, "q2": 400, "q3": 10, "q4": 50, "q5": 2, "q7": 1}
 # The grades of the relevant pairs; every other pooled pair is graded 0. The run "alpha"
 # ranks d01..d15 for every query, so its reciprocal rank is 1 / (rank of the first).
 RELEVANT = {"q1": {"d01": 3}, "q2": {"d02": 2}, "q3": {"d05": 1}, "q4": {"d03": 1}}
@@ -72,7 +74,12 @@ def board(db: None, tmp_path: Path) -> dict[str, object]:
     corpus_import(project=project, path=corpus)
     for qid, (text, stratum, pi) in QUERIES.items():
         Query.objects.create(
-            project=project, qid=qid, text=text, stratum=stratum, inclusion_probability=pi
+            project=project,
+            qid=qid,
+            text=text,
+            stratum=stratum,
+            inclusion_probability=pi,
+            frequency=FREQUENCY.get(qid),
         )
     protocol_publish(project=project, text="Grade 3: answers it. Grade 0: unrelated.")
     runs = [
@@ -238,9 +245,15 @@ def test_it_gives_the_means_per_stratum_and_weighted_to_the_log(board: dict) -> 
     w = 1 / np.array([QUERIES[q][2] for q in qids], dtype=float)
     assert alpha.weighted.mean == pytest.approx(np.average(x, weights=w), abs=1e-12)
     assert alpha.overall.mean == pytest.approx(np.mean(list(ALPHA_RR.values())), abs=1e-12)
+    # Traffic, f / pi: q1 100 / 0.5, q2 400 / 1, q3 10 / 0.25, q5 2 / 0.1 (q4: no pi, q6: no f).
+    by_hand_traffic = (1 * 200 + 0.5 * 400 + 0.2 * 40 + 20 / 13) / (200 + 400 + 40 + 20)
+    assert alpha.traffic.mean == pytest.approx(by_hand_traffic, abs=1e-12)
+    assert (alpha.traffic.n, alpha.traffic.unweighted) == (4, 2)
     page = response.content.decode()
     assert "Hájek" in page and "1 without π left out" in page
     assert f"{by_hand_weighted:.3f}" in _cell(page, "alpha", "data-slice", "weighted")
+    traffic = _cell(page, "alpha", "data-slice", "traffic")
+    assert f"{by_hand_traffic:.3f}" in traffic and "2 without π or frequency left out" in traffic
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,20 @@ def test_it_takes_the_hajek_mean_and_counts_the_queries_without_pi() -> None:
     assert weighted_mean(VALUES, {}).mean is None
 
 
+def test_it_weighs_by_traffic_with_frequencies() -> None:
+    pi = {"a": 0.5, "b": 0.1, "c": 1.0, "d": 0.2}
+    frequency = {"a": 10.0, "b": 1.0, "c": 30.0, "e": 5.0}  # d has none, e no pi
+    result = weighted_mean(VALUES, pi, frequency)
+    x, w = np.array([1.0, 0.5, 0.0]), np.array([10 / 0.5, 1 / 0.1, 30 / 1.0])
+    assert result.mean == pytest.approx(np.average(x, weights=w))
+    assert (result.n, result.unweighted) == (3, 2)
+    # Drawn proportionally to frequency (pi = f / 100), each search weighs the same: the
+    # traffic mean is the sample's plain mean.
+    pps = {q: f / 100 for q, f in frequency.items()}
+    plain = weighted_mean(VALUES, pps, frequency)
+    assert plain.mean == pytest.approx(np.mean([1.0, 0.5, 0.0, 1.0]))
+
+
 def test_it_gives_a_slice_mean_with_n_and_none_for_an_empty_slice() -> None:
     assert slice_mean(VALUES, {"a", "b", "zz"}).mean == 0.75
     assert slice_mean(VALUES, set()) == slice_mean(VALUES, {"zz"})
