@@ -2,7 +2,9 @@
 
 Nothing is scored here: every number comes from the RunEvaluation rows the re-scoring job
 wrote. The table reads only the means, intervals and counts; the per-query values (a few
-hundred kilobytes per run) are read only for the per-stratum section, when it is asked for.
+hundred kilobytes of JSON per run) are read only for the per-stratum section, when it is
+asked for, and then only the one measure it shows, which the database takes out of the JSON.
+The sums are the pure core's (`evaluation/slices.py`).
 """
 
 from __future__ import annotations
