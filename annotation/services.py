@@ -154,8 +154,9 @@ def corpus_import(
     existing = set(project.documents.values_list("docid", flat=True))
     docs = iter_corpus(path, max_id_length=max_length(Document, "docid"), on_progress=on_progress)
     fresh = _skip_existing(docs, lambda d: d.docid, existing)
-    rows = ((project.pk, doc.docid, doc.title, doc.text) for doc in fresh)
-    created = bulk_insert(Document, ["project_id", "docid", "title", "text"], rows)
+    rows = ((project.pk, doc.docid, doc.title, doc.text, doc.metadata) for doc in fresh)
+    columns = ["project_id", "docid", "title", "text", "metadata"]
+    created = bulk_insert(Document, columns, rows)
     return _report(path, "documents", created, fresh.skipped)
 
 

@@ -19,6 +19,7 @@ from annotation import views_protocol as protocol_views
 from assay.health import healthz
 from evaluation import api_llm as evaluation_api_llm
 from evaluation import views as evaluation_views
+from evaluation import views_board as board_views
 from evaluation import views_llm as llm_views
 from evaluation import views_release as release_views
 from jobs import views as jobs_views
@@ -183,6 +184,11 @@ urlpatterns = [
         "p/<slug:slug>/releases/<int:number>/rescore/",
         release_views.release_rescore_view,
         name="release_rescore",
+    ),
+    path(
+        "p/<slug:slug>/releases/<int:number>/scoreboard/",
+        board_views.scoreboard,
+        name="scoreboard",
     ),
     path("p/<slug:slug>/adjudicate/", adjudication_views.adjudicate_queue, name="adjudicate_queue"),
     path(

@@ -62,6 +62,9 @@ class CorpusDoc:
     docid: str
     title: str
     text: str
+    # BEIR's optional "metadata" object (dates, urls, sources), as JSON text: what the
+    # corpus import stores, and "{}" without one.
+    metadata: str = "{}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,11 +156,35 @@ def _tsv_fields(path: str | Path, number: int, line: str, allowed: tuple[int, ..
 # --------------------------------------------------------------------------- corpus
 
 
-def _corpus_json(path: str | Path, number: int, line: str) -> tuple[str, str, str]:
+def _corpus_json(path: str | Path, number: int, line: str) -> tuple[str, str, str, str]:
     obj = _json_object(path, number, line)
     docid = _json_id(path, number, obj, _DOC_ID_KEYS)
     title = _json_str(path, number, obj, ("title",), required=False)
-    return docid, title, _json_str(path, number, obj, _DOC_TEXT_KEYS, required=True)
+    text = _json_str(path, number, obj, _DOC_TEXT_KEYS, required=True)
+    return docid, title, text, _json_metadata(path, number, obj)
+
+
+def _json_metadata(path: str | Path, number: int, obj: dict[str, Any]) -> str:
+    """The document's ``metadata`` object as compact JSON text ("{}" when absent or null)."""
+    value = obj.get("metadata")
+    if value is None:
+        return "{}"
+    if not isinstance(value, dict):
+        raise FormatError(path, number, "'metadata' must be a JSON object")
+    if _holds_nul(value):
+        raise FormatError(path, number, "the metadata holds a NUL character (U+0000)")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _holds_nul(value: object) -> bool:
+    # PostgreSQL's jsonb refuses \u0000 in a string, and json.dumps writes a NUL that way.
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False
 
 
 def _corpus_tsv_parser() -> _LineParser:
@@ -168,12 +195,12 @@ def _corpus_tsv_parser() -> _LineParser:
     """
     width: list[int] = []
 
-    def parse(path: str | Path, number: int, line: str) -> tuple[str, str, str]:
+    def parse(path: str | Path, number: int, line: str) -> tuple[str, str, str, str]:
         fields = _tsv_fields(path, number, line, tuple(width) or (2, 3))
         width[:] = [len(fields)]
         if len(fields) == 2:
-            return fields[0], "", fields[1]
-        return fields[0], fields[1], fields[2]
+            return fields[0], "", fields[1], "{}"
+        return fields[0], fields[1], fields[2], "{}"
 
     return parse
 
@@ -185,17 +212,24 @@ def iter_corpus(
 
     JSONL when the first non-blank line starts with ``{``. JSON id keys: ``_id``, ``docid``,
     ``id``, ``doc_id`` (numbers become strings); text keys: ``text``, ``contents``, ``doc``,
-    ``body``; ``title`` is optional. In TSV every line has the column count of the first.
+    ``body``; ``title`` is optional; an optional ``metadata`` object (BEIR's) is kept as JSON
+    text in ``CorpusDoc.metadata``. In TSV every line has the column count of the first.
     Ids must be non-empty, unique, and free of whitespace (TREC files could not hold them), and
     no longer than ``max_id_length`` when it is given; no field may hold a NUL character.
     ``on_progress`` follows the reading (see :func:`formats.text.lines`).
     """
     parse_tsv = _corpus_tsv_parser()
     records = _iter_records(
-        path, "document", _corpus_json, parse_tsv, max_id_length, on_progress=on_progress
+        path,
+        "document",
+        _corpus_json,
+        parse_tsv,
+        max_id_length,
+        fields=("the id", "the title", "the text", "the metadata"),
+        on_progress=on_progress,
     )
-    for docid, title, text in records:
-        yield CorpusDoc(docid=docid, title=title, text=text)
+    for docid, title, text, metadata in records:
+        yield CorpusDoc(docid=docid, title=title, text=text, metadata=metadata)
 
 
 # --------------------------------------------------------------------------- queries
