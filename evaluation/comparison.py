@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .gate import GateReport
-from .measures import Contract
+from .measures import Contract, parse_measures
 from .stats import min_detectable_difference, queries_needed
 
 DEFAULT_EFFECT = 0.02  # two points of nDCG: the smallest gain teams usually act on
@@ -35,6 +35,17 @@ class Side:
 # ---------------------------------------------------------------------------------------------
 # The report's lines and JSON
 # ---------------------------------------------------------------------------------------------
+
+
+def single_metric(text: str) -> str:
+    """The verdict is on one measure: refuse a list rather than silently keep its first."""
+    names = parse_measures(text)
+    if len(names) != 1:
+        raise ValueError(
+            f"--metric takes one measure, not {len(names)} ({', '.join(names)}); "
+            "recall@100 and hit@5 are reported beside it anyway"
+        )
+    return names[0]
 
 
 def contract_text(report: GateReport, base: Side, cand: Side, contract: Contract) -> str:
@@ -153,32 +164,41 @@ class Bar:
     hi: float
     count: int
     x: float
+    y: float  # top of the bar in a plot 100 high
     width: float
-    height: float  # of a plot 100 high
+    height: float
 
 
-def difference_histogram(
-    diffs: npt.ArrayLike, *, bins: int = 21, width: int = 600
-) -> tuple[list[Bar], float]:
+@dataclass(frozen=True)
+class Histogram:
+    bars: list[Bar]
+    zero: float  # x of zero
+    reach: float  # the axis runs from -reach to +reach
+
+
+def difference_histogram(diffs: npt.ArrayLike, *, bins: int = 21, width: int = 600) -> Histogram:
     """Bars of the per-query differences on a range symmetric around zero, with an odd number
-    of bins so that one is centred on zero (the ties); returns the bars and zero's x."""
+    of bins so that one is centred on zero (the ties)."""
     d = np.asarray(diffs, dtype=np.float64)
     reach = max(float(np.abs(d).max()) if d.size else 0.0, 1e-9)
     counts, edges = np.histogram(d, bins=bins, range=(-reach, reach))
     top = max(int(counts.max()) if counts.size else 0, 1)
     step = width / bins
-    bars = [
-        Bar(
-            lo=float(edges[i]),
-            hi=float(edges[i + 1]),
-            count=int(c),
-            x=round(i * step, 2),
-            width=round(step - 1, 2),
-            height=round(100 * int(c) / top, 2),
+    bars = []
+    for i, c in enumerate(counts.tolist()):
+        height = round(100 * c / top, 2)
+        bars.append(
+            Bar(
+                lo=float(edges[i]),
+                hi=float(edges[i + 1]),
+                count=c,
+                x=round(i * step, 2),
+                y=round(100 - height, 2),
+                width=round(step - 1, 2),
+                height=height,
+            )
         )
-        for i, c in enumerate(counts)
-    ]
-    return bars, width / 2
+    return Histogram(bars, width / 2, reach)
 
 
 QueryRows = list[dict[str, Any]]

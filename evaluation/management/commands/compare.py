@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assay import options as bounded
 from evaluation.cli import add_contract_arguments
-from evaluation.comparison import Side, report_json, text_report
+from evaluation.comparison import Side, report_json, single_metric, text_report
 from evaluation.gate import (
     SECONDARY,
     gate_report,
@@ -143,14 +143,3 @@ def inputs_of(
 
 def side_of(path: str, scores: RunScores) -> Side:
     return Side(Path(path).name, scores.per_query, scores.missing_from_run, scores.no_relevant)
-
-
-def single_metric(text: str) -> str:
-    """The verdict is on one measure: refuse a list rather than silently keep its first."""
-    names = parse_measures(text)
-    if len(names) != 1:
-        raise ValueError(
-            f"--metric takes one measure, not {len(names)} ({', '.join(names)}); "
-            "recall@100 and hit@5 are reported beside it anyway"
-        )
-    return names[0]
