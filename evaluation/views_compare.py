@@ -94,7 +94,8 @@ def compare_page(request: HttpRequest, slug: str, number: int) -> HttpResponse:
 def _report_context(result: ReleaseComparison, data: dict[str, Any]) -> dict[str, Any]:
     report = result.report
     base, cand = result.baseline, result.candidate
-    runs = {r.name: r.pk for r in Run.objects.filter(project=result.release.project)}
+    named = Run.objects.filter(project=result.release.project, name__in=[base.name, cand.name])
+    runs = {run.name: run.pk for run in named}
     worst, best = extremes(report)
     for row in (*worst, *best):
         row["candidate_url"] = inspector_url(result.release, runs[cand.name], row["qid"])

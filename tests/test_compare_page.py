@@ -199,3 +199,39 @@ def test_it_imports_all_or_nothing_naming_the_line(compared: Compared, world: Wo
     assert response.status_code == 400
     assert "nothing was imported" in response.content.decode()
     assert not MustNeverBreak.objects.exists()
+
+
+REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trec-dl-2019-passage"
+
+
+@pytest.mark.skipif(not REAL.exists(), reason="real TREC data (../shared/data) not present")
+def test_it_matches_compare_on_real_trec_runs(world: World) -> None:
+    from formats.trec import read_qrels, read_run
+    from pooling.services import run_create
+    from tests.compare_world import release_store, scores_store
+
+    qrels_path = REAL / "qrels.dl19-passage.txt"
+    paths = {
+        "bm25": REAL / "runs" / "bm25base_p.judged-topics.run.gz",
+        "bert": REAL / "runs" / "idst_bert_p1.judged-topics.run.gz",
+    }
+    qrels = read_qrels(qrels_path)
+    for qid in qrels:
+        world.project.queries.create(qid=qid, text=qid)
+    release = release_store(project=world.project, qrels=qrels)
+    for name, path in paths.items():
+        ranked = read_run(path)
+        run = run_create(project=world.project, name=name, ranked=ranked)
+        scores_store(release=release, run=run, qrels=qrels, ranked=ranked)
+    response = world.client_for(world.lead).get(
+        PAGE, {"baseline": "bm25", "candidate": "bert", "metric": "ndcg@10"}
+    )
+    out = io.StringIO()
+    args = ["--qrels", str(qrels_path), "--baseline", str(paths["bm25"])]
+    call_command(
+        "compare", *args, "--candidate", str(paths["bert"]), "--format", "json", stdout=out
+    )
+    expected = json.loads(out.getvalue())
+    shown = response.context["report"].as_dict()
+    assert shown == {k: v for k, v in expected.items() if k not in ("contract", "missing_from_run")}
+    assert shown["n"] == 43 and shown["verdict"] == "improvement"
