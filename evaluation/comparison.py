@@ -178,7 +178,7 @@ class Histogram:
 
 def difference_histogram(diffs: npt.ArrayLike, *, bins: int = 21, width: int = 600) -> Histogram:
     """Bars of the per-query differences on a range symmetric around zero, with an odd number
-    of bins so that one is centred on zero (the ties)."""
+    of bins so that one is centred on zero (where the ties fall)."""
     d = np.asarray(diffs, dtype=np.float64)
     reach = max(float(np.abs(d).max()) if d.size else 0.0, 1e-9)
     counts, edges = np.histogram(d, bins=bins, range=(-reach, reach))

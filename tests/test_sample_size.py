@@ -156,3 +156,20 @@ def test_it_gives_the_commands_number_on_the_comparison_page(
     shown = response.context["sample"]["result"].as_dict()
     assert shown == {k: v for k, v in expected.items() if k not in ("metric", "contract")}
     assert f'id="queries-needed">{expected["queries_needed"]}<' in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--power", "1.5", "--power: must be"),
+        ("--alpha", "0", "--alpha: must be"),
+        ("--effect", "nan", "--effect: must be"),
+    ],
+)
+def test_it_refuses_an_option_out_of_bounds(
+    tmp_path: Path, option: str, value: str, message: str
+) -> None:
+    run = tmp_path / "r.run"
+    run.write_text("q1 Q0 d1 1 1.0 a\n")
+    with pytest.raises(CommandError, match=message):
+        command("--qrels", str(run), "--baseline", str(run), "--candidate", str(run), option, value)
