@@ -201,3 +201,46 @@ def test_it_is_for_leads_by_token_too(compared: Compared, world: World) -> None:
         )
     assert response.status_code == 200
     assert response.json()["metric"] == "ndcg@10"
+
+
+# ---------------------------------------------------------------------------------------------
+# Against a release cut and re-scored by the release services (skipped until they are present)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_it_equals_compare_on_a_cut_releases_downloads(
+    tmp_path: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    pytest.importorskip("evaluation.services_release")
+    worlds = pytest.importorskip("tests.release_world")
+    from django.urls import reverse
+
+    world = worlds.release_world(tmp_path)
+    lead, slug = world.client_for(world.lead), world.project.slug
+    data = {"policy": "adjudicated", "unresolved": "lower", "note": ""}
+    with django_capture_on_commit_callbacks(execute=True):  # the re-scoring job, eager
+        assert lead.post(reverse("releases", args=[slug]), data).status_code == 302
+    download = lead.get(reverse("release_download", args=[slug, 1, "qrels"]))
+    qrels = tmp_path / "release.qrels"
+    qrels.write_bytes(b"".join(download.streaming_content))
+    runs = {
+        run.name: worlds.run_file(run, tmp_path / f"{run.name}.run")
+        for run in world.project.runs.all()
+    }
+    files = ["--baseline", str(runs["b"]), "--candidate", str(runs["c"]), "--format", "json"]
+    code, raw = compare("--qrels", str(qrels), *files)
+    expected = json.loads(raw)
+    assert compare("--release", f"{slug}@1", *files) == (code, raw)
+    page = lead.get(reverse("compare", args=[slug, 1]), {"baseline": "b", "candidate": "c"})
+    assert page.status_code == 200, page.content.decode()[:500]
+    shown = page.context["report"].as_dict()
+    assert shown == {k: v for k, v in expected.items() if k not in ("contract", "missing_from_run")}
+    worst = page.context["worst"][0]
+    assert worst["candidate_url"].startswith(
+        reverse("inspector", args=[slug, 1, world.project.runs.get(name="c").pk])
+    )
+    assert lead.get(worst["candidate_url"]).status_code == 200
+    with open(runs["c"], "rb") as run:
+        api = lead.post(f"/api/projects/{slug}/releases/1/compare/", {"run": run, "baseline": "b"})
+    assert api.status_code == 200
+    assert api.json() == {**expected, "exit_code": code}
