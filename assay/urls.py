@@ -17,9 +17,11 @@ from agreement import views_gold
 from annotation import views as annotation_views
 from annotation import views_protocol as protocol_views
 from assay.health import healthz
+from evaluation import api_compare as evaluation_api_compare
 from evaluation import api_llm as evaluation_api_llm
 from evaluation import views as evaluation_views
 from evaluation import views_board as board_views
+from evaluation import views_compare as compare_views
 from evaluation import views_llm as llm_views
 from evaluation import views_release as release_views
 from jobs import views as jobs_views
@@ -145,6 +147,26 @@ urlpatterns = [
         llm_views.judge_prefilter,
         name="llm_judge_prefilter",
     ),
+    path(
+        "p/<slug:slug>/releases/<int:number>/compare/",
+        compare_views.compare_page,
+        name="compare",
+    ),
+    path(
+        "p/<slug:slug>/must-never-break/",
+        compare_views.must_never_break_page,
+        name="must_never_break",
+    ),
+    path(
+        "p/<slug:slug>/must-never-break/<int:case_id>/remove/",
+        compare_views.must_never_break_remove_view,
+        name="must_never_break_remove",
+    ),
+    path(
+        "p/<slug:slug>/must-never-break/download/",
+        compare_views.must_never_break_download,
+        name="must_never_break_download",
+    ),
     path("p/<slug:slug>/protocol/", protocol_views.protocol_detail, name="protocol_detail"),
     path("p/<slug:slug>/protocol/diff/", protocol_views.protocol_diff_view, name="protocol_diff"),
     path("p/<slug:slug>/protocol/edit/", protocol_views.protocol_edit, name="protocol_edit"),
@@ -253,6 +275,11 @@ urlpatterns = [
         "api/projects/<slug:slug>/judges/<slug:name>/label/",
         evaluation_api_llm.JudgeLabelView.as_view(),
         name="api_llm_judge_label",
+    ),
+    path(
+        "api/projects/<slug:slug>/releases/<int:number>/compare/",
+        evaluation_api_compare.CompareView.as_view(),
+        name="api_compare",
     ),
     path(
         "api/projects/<slug:slug>/agreement/",

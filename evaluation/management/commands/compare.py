@@ -10,9 +10,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assay import options as bounded
 from evaluation.cli import add_contract_arguments
+from evaluation.comparison import Side, report_json, single_metric, text_report
 from evaluation.gate import (
     SECONDARY,
-    GateReport,
     gate_report,
     must_never_break,
     read_must_never_break,
@@ -31,7 +31,15 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--qrels", required=True, metavar="FILE", help="qid 0 docid grade")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--qrels", metavar="FILE", help="qid 0 docid grade")
+        source.add_argument(
+            "--release",
+            metavar="SLUG@N",
+            help="instead of --qrels: the labels of release N of project SLUG (the same as "
+            "its downloaded qrels file); the project's must-never-break list applies unless "
+            "--must-never-break names a file",
+        )
         parser.add_argument(
             "--baseline", required=True, metavar="FILE", help="the incumbent's run file"
         )
@@ -81,13 +89,8 @@ class Command(BaseCommand):
         try:
             metric = single_metric(options["metric"])
             measures = parse_measures([metric, *SECONDARY])
-            qrels = read_qrels(options["qrels"])
+            qrels, eval_set, cases = inputs_of(options)
             base_run, cand_run = read_run(options["baseline"]), read_run(options["candidate"])
-            cases = (
-                read_must_never_break(options["must_never_break"])
-                if options["must_never_break"]
-                else []
-            )
         except (FormatError, OSError, ValueError) as error:
             raise CommandError(str(error)) from error
         base = evaluate(qrels, base_run, measures, contract)
@@ -103,54 +106,40 @@ class Command(BaseCommand):
             )
         except ValueError as error:
             raise CommandError(str(error)) from error
+        baseline = side_of(options["baseline"], base)
+        candidate = side_of(options["candidate"], cand)
         if options["format"] == "json":
-            payload = report.as_dict() | {"contract": contract.as_dict()}
+            payload = report_json(report, baseline, candidate, contract)
             self.stdout.write(json.dumps(payload, indent=2))
         else:
-            self.stdout.write("\n".join(text_report(report, base, contract, options)))
+            lines = text_report(report, baseline, candidate, contract, eval_set)
+            self.stdout.write("\n".join(lines))
         if report.exit_code:
             raise SystemExit(report.exit_code)
 
 
-def single_metric(text: str) -> str:
-    """The verdict is on one measure: refuse a list rather than silently keep its first."""
-    names = parse_measures(text)
-    if len(names) != 1:
-        raise ValueError(
-            f"--metric takes one measure, not {len(names)} ({', '.join(names)}); "
-            "recall@100 and hit@5 are reported beside it anyway"
-        )
-    return names[0]
-
-
-def text_report(
-    report: GateReport, base: RunScores, contract: Contract, options: dict[str, Any]
-) -> list[str]:
-    """The five lines of chapter 5, then the verdict and any must-never-break violation."""
-    s = report.comparison.summary
-    gain = "2^rel-1" if contract.gain == "exponential" else "rel"
-    empty = "skipped" if contract.empty == "skip" else "scored 0"
-    lo, hi = report.ci
-    second = "  ·  ".join(
-        f"{x.metric} {x.mean_diff:+.3f} (CI {x.ci[0]:+.3f} to {x.ci[1]:+.3f})"
-        for x in report.secondary
+def inputs_of(
+    options: dict[str, Any],
+) -> tuple[dict[str, dict[str, int]], str, list[tuple[str, str]]]:
+    """The qrels, the name of the set they are, and the must-never-break cases: from files,
+    or from a release of a project and that project's list."""
+    path = options["must_never_break"]
+    cases = read_must_never_break(path) if path else []
+    if not options["release"]:
+        return read_qrels(options["qrels"]), Path(options["qrels"]).name, cases
+    # Imported here: the file-level command works without a database project.
+    from evaluation.services_compare import (
+        must_never_break_cases,
+        release_from_tag,
+        release_qrels_map,
     )
-    worst = report.worst_query()
-    worst_text = f"worst query {worst['qid']} {worst['diff']:+.2f}" if worst else ""
-    candidate, baseline = Path(options["candidate"]).name, Path(options["baseline"]).name
-    lines = [
-        f"candidate  {candidate}  vs incumbent  {baseline}",
-        f"eval       {Path(options['qrels']).name} · {s.n} queries",
-        f"metric     {report.metric} · gain {gain} · rel>={contract.rel_threshold} for binary · "
-        f"{base.no_relevant} queries with no relevant docs {empty} · "
-        f"{base.missing_from_run} missing from the baseline run scored 0",
-        f"result     paired mean {s.mean:+.3f}  (95% CI {lo:+.3f} to {hi:+.3f}, {report.ci_method})"
-        f"  ·  wins {s.wins} / losses {s.losses} / ties {s.ties}",
-        f"secondary  {second}  ·  {worst_text}",
-        f"verdict    {report.verdict}"
-        + ("  (the interval straddles zero)" if report.verdict == "inconclusive" else ""),
-    ]
-    for v in report.violations:
-        where = f"at rank {v.rank}" if v.rank else "not retrieved"
-        lines.append(f"BROKEN     must-never-break {v.qid}: gold {v.docid} {where} (must be <= 3)")
-    return lines
+
+    release = release_from_tag(options["release"])
+    if not path:
+        cases = must_never_break_cases(project=release.project)
+    eval_set = f"{release.project.slug} release {release.number}"
+    return release_qrels_map(release=release), eval_set, cases
+
+
+def side_of(path: str, scores: RunScores) -> Side:
+    return Side(Path(path).name, scores.per_query, scores.missing_from_run, scores.no_relevant)
