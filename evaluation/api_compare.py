@@ -79,11 +79,11 @@ class CompareView(APIView):
         ),
     )
     def post(self, request: Request, slug: str, number: int) -> Response:
+        given = CompareIn(data=request.data)  # a malformed body is a 400 before anything else
         access = project_for_lead(request._request, slug)
         release = Release.objects.filter(project=access.project, number=number).first()
         if release is None:
             raise Http404(f"project {slug!r} has no release {number}")
-        given = CompareIn(data=request.data)
         given.is_valid(raise_exception=True)
         data = given.validated_data
         baseline = Run.objects.filter(project=access.project, name=data["baseline"]).first()

@@ -24,15 +24,25 @@ def signed_in(world: World) -> APIClient:
 DEEP = ["[" * 100_000, '{"a":' * 100_000, "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)]
 
 
-def operations_with_a_body() -> list[tuple[str, str]]:
-    """(method, path) of every operation of the schema that takes a body, later ones included."""
+def operations_with_a_body(*, json: bool = True) -> list[tuple[str, str]]:
+    """(method, path) of every operation of the schema that takes a JSON body (or, with
+    `json=False`, a body of another kind only: a file upload), later ones included."""
     paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
     return [
         (method.upper(), path)
         for path, operations in paths.items()
         for method, operation in operations.items()
         if "requestBody" in operation
+        and ("application/json" in operation["requestBody"].get("content", {})) == json
     ]
+
+
+def filled(path: str, slug: str) -> str:
+    """The path with its parameters: a number where it takes one, else a name; neither need
+    exist, as the body is read before anything is looked up."""
+    url = path.replace("{slug}", slug)
+    url = re.sub(r"\{(number|id|pk|\w+_id)\}", "1", url)
+    return re.sub(r"\{\w+\}", "x", url)
 
 
 @pytest.mark.parametrize(("method", "path"), operations_with_a_body())
@@ -40,15 +50,21 @@ def operations_with_a_body() -> list[tuple[str, str]]:
 def test_it_refuses_a_deeply_nested_json_body_with_400(
     world: World, method: str, path: str, body: str
 ) -> None:
-    # Other parameters: a number where the path takes one, else a name; neither need exist, as
-    # the body is read before anything is looked up.
-    url = path.replace("{slug}", world.project.slug)
-    url = re.sub(r"\{(number|id|pk|\w+_id)\}", "1", url)
-    url = re.sub(r"\{\w+\}", "x", url)
+    url = filled(path, world.project.slug)
     response = signed_in(world).generic(method, url, body, content_type="application/json")
     assert response.status_code == 400
     detail = f"JSON parse error - nested deeper than {MAX_DEPTH} levels"
     assert response.json() == {"detail": detail}
+
+
+@pytest.mark.parametrize(("method", "path"), operations_with_a_body(json=False))
+def test_an_upload_operation_refuses_a_json_body_with_415(
+    world: World, method: str, path: str
+) -> None:
+    url = filled(path, world.project.slug)
+    response = signed_in(world).generic(method, url, DEEP[2], content_type="application/json")
+    assert response.status_code == 415
+    assert "Unsupported media type" in response.json()["detail"]
 
 
 def test_it_still_reads_a_body_nested_as_deep_as_allowed(world: World) -> None:
