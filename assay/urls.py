@@ -19,6 +19,7 @@ from annotation import views_protocol as protocol_views
 from assay.health import healthz
 from evaluation import api_llm as evaluation_api_llm
 from evaluation import views as evaluation_views
+from evaluation import views_inspect as inspect_views
 from evaluation import views_llm as llm_views
 from jobs import views as jobs_views
 from judging import api as judging_api
@@ -156,6 +157,11 @@ urlpatterns = [
     path("p/<slug:slug>/pool/runs/status/", runs_views.runs_status, name="runs_status"),
     path("p/<slug:slug>/queries/download/", runs_views.queries_download, name="queries_download"),
     path("p/<slug:slug>/qrels/", evaluation_views.qrels_download, name="qrels_download"),
+    path(
+        "p/<slug:slug>/releases/<int:number>/inspect/<int:run_id>/",
+        inspect_views.inspector,
+        name="inspector",
+    ),
     path("p/<slug:slug>/adjudicate/", adjudication_views.adjudicate_queue, name="adjudicate_queue"),
     path(
         "p/<slug:slug>/adjudicate/<int:pair_id>/",

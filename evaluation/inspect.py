@@ -172,12 +172,16 @@ class Inspection:
     rows: tuple[RankRow, ...]
     ideal: tuple[IdealRow, ...]
     values: dict[str, float]
-    n_judged: int
+    judged: tuple[int, ...]  # every judged grade of the query, descending
     n_relevant: int
     idcg: float
     counted: bool  # does the query count under the contract (R > 0 or empty="zero")
     headroom: Headroom
     diagnosis: Diagnosis
+
+    @property
+    def n_judged(self) -> int:
+        return len(self.judged)
 
     @property
     def dcg(self) -> float:
@@ -199,7 +203,7 @@ def inspect_query(
         rows=_rows(ranking, row_grades, contract),
         ideal=_ideal(ranking, grades, contract),
         values=values,
-        n_judged=len(judged),
+        judged=tuple(sorted(judged, reverse=True)),
         n_relevant=n_rel,
         idcg=ideal_dcg(judged, contract),
         counted=n_rel > 0 or contract.empty == "zero",
