@@ -29,7 +29,7 @@ def inspector(request: HttpRequest, slug: str, number: int, run_id: int) -> Http
     release = get_object_or_404(Release, project=access.project, number=number)
     run = get_object_or_404(Run, pk=run_id, project=access.project)
     try:
-        page = inspection_of(release=release, run=run, qid=request.GET.get("qid"))
+        page = inspection_of(release=release, run=run, qid=request.GET.get("qid") or None)
     except QueryNotInRelease as missing:
         raise Http404(f"release {number} labels no query {missing}") from None
     context = {"project": access.project, "release": release, "run": run, "page": page}

@@ -183,6 +183,7 @@ def test_it_picks_among_the_releases_queries_with_their_stored_ndcg(world: World
     client = world.client_for(world.lead)
     first = client.get(url(release, run_a(world)))  # no qid: the release's first query
     assert first.context["page"].qid == "q1"
+    assert client.get(url(release, run_a(world), "")).context["page"].qid == "q1"
     html = first.content.decode()
     assert '<option value="q2">q2 · nDCG@10 0.813</option>' in html
     assert 'id="next-query" href="?qid=q2"' in html and "previous-query" not in html
