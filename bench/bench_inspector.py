@@ -103,7 +103,11 @@ def setup(queries: int, depth: int, judged: int) -> None:
             contract=Contract().as_dict(),
             means=scores.mean,
             per_query=scores.per_query,
-            queries={"scored": scores.scored},
+            queries={
+                "scored": scores.scored,
+                "skipped_no_relevant": scores.skipped_no_relevant,
+                "missing_from_run": scores.missing_from_run,
+            },
         )
     print(json.dumps({"results": len(results), "labels": len(labels), "run": run.pk}))
 
@@ -170,20 +174,20 @@ def _pieces(run: Any, qid: str) -> dict[str, float]:
     docids, grades = ranking(), labels()
     seen = inspect_query(docids, grades)
     page = services_inspect.inspection_of(release=release, run=run, qid=qid)
-    stored = services_inspect._stored_per_query(release, run)
+    stored = services_inspect._stored(release, run)
     context = {"project": release.project, "release": release, "run": run, "page": page}
     context |= views_inspect._page_context(page)
     request = RequestFactory().get("/")
     request.user = release.project.memberships.first().user  # type: ignore[union-attr]
     return {
-        "picker: the release's queries (DISTINCT over its labels)": best(
-            lambda: services_inspect._choices(release, None)
+        "picker: the stored scores (the RunEvaluation's JSON)": best(
+            lambda: services_inspect._stored(release, run)
         ),
-        "picker: the stored per-query scores (RunEvaluation JSON)": best(
-            lambda: services_inspect._stored_per_query(release, run)
+        "picker: its queries from the stored scores (as here: no query skipped)": best(
+            lambda: services_inspect._choices(release, *stored)
         ),
-        "picker: both, as the page builds it": best(
-            lambda: services_inspect._choices(release, stored)
+        "picker: its queries by DISTINCT over the labels (when one was skipped)": best(
+            lambda: services_inspect._choices(release, None, {})
         ),
         "the run's 1,000 rows of the query": best(ranking),
         "the release's labels of the query": best(labels),
@@ -247,7 +251,9 @@ def main() -> None:
     env["STATIC_ROOT"] = tempfile.mkdtemp(prefix="assay-static-")
     manage = [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"]
     subprocess.run(manage, cwd=REPO, env=env, check=True)
+    load = os.getloadavg()[0]  # the machine may be shared: say how busy it was
     result, _ = run_child(["--child", str(args.renders)], env)
+    result["load"] = load
     text = report(args, made, setup_wall, result)
     print(text)
     if args.output:
@@ -273,7 +279,8 @@ def report(args: argparse.Namespace, made: dict, setup_wall: float, result: dict
         f"Project: {args.queries:,} queries, one run of depth {args.depth:,}, a release of "
         f"{args.judged} labels per query, the run scored under it, a {CORPUS:,}-document corpus "
         f"({loaded}). One new process, DEBUG off, the production static storage; one render "
-        "first (a running server has rendered the page), then each render another query.",
+        "first (a running server has rendered the page), then each render another query. "
+        f"Load average before the measurement: {result['load']:.1f} (2 cores).",
         "",
         "| request (Django test Client, signed in as the lead) | best (ms) | "
         f"median of {len(times)} (ms) | target (ms) |",

@@ -191,6 +191,29 @@ def test_it_picks_among_the_releases_queries_with_their_stored_ndcg(world: World
     assert 'id="previous-query" href="?qid=q1"' in second and "next-query" not in second
 
 
+def test_it_takes_the_releases_queries_from_the_stored_scores_when_none_was_skipped(
+    world: World,
+) -> None:
+    release = make_release(world.project, [("q1", "d1", 1), ("q2", "d1", 3)])
+    per_query = {"q1": {"ndcg@10": 1.0}, "q2": {"ndcg@10": 0.5}}
+    evaluation = RunEvaluation.objects.create(
+        release=release, run=run_a(world), per_query=per_query, queries={"scored": 2}
+    )
+    client = world.client_for(world.lead)
+
+    def picker_reads() -> tuple[list[str], list[str]]:
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(url(release, run_a(world), "q2"))
+        reads = [q["sql"] for q in queries.captured_queries if "DISTINCT" in q["sql"]]
+        return [c.qid for c in response.context["page"].choices], reads
+
+    qids, reads = picker_reads()
+    assert qids == ["q1", "q2"] and len(reads) == 1  # skipped ones unknown: the labels say
+    evaluation.queries = {"scored": 2, "skipped_no_relevant": 0, "missing_from_run": 0}
+    evaluation.save()
+    assert picker_reads() == (["q1", "q2"], [])
+
+
 def test_it_answers_404_for_a_query_the_release_does_not_label(world: World) -> None:
     release = make_release(world.project, [("q1", "d1", 1)])
     client = world.client_for(world.lead)
