@@ -85,8 +85,19 @@ def _page_context(page: InspectorPage) -> dict[str, object]:
         "top": [Shown.of(row, titles) for row in seen.rows[:DEPTH]],
         "below": [Shown.of(row, titles) for row in seen.rows[DEPTH:] if row.grade is not None],
         "ideal": [Shown.of(row, titles) for row in seen.ideal],
+        "stored_agrees": _stored_agrees(page),
         "script_data": _script_data(page),
     }
+
+
+def _stored_agrees(page: InspectorPage) -> bool | None:
+    """Do the run's stored scores for this query (the release's re-scoring) equal the page's?
+    None when the run was not scored under the release or the query was skipped."""
+    if not page.stored:
+        return None
+    values = page.inspection.values
+    shared = [name for name in INSPECTED if name in page.stored]
+    return all(abs(page.stored[name] - values[name]) <= 1e-9 for name in shared)
 
 
 def _options(page: InspectorPage) -> SafeString:

@@ -214,6 +214,21 @@ def test_it_takes_the_releases_queries_from_the_stored_scores_when_none_was_skip
     assert picker_reads() == (["q1", "q2"], [])
 
 
+def test_it_checks_the_page_against_the_runs_stored_scores(world: World) -> None:
+    release = make_release(world.project, [("q1", "d1", 1), ("q1", "d3", 3)])
+    values = inspect_query(["d1", "d2", "d3"], {"d1": 1, "d3": 3}).values
+    evaluation = RunEvaluation.objects.create(
+        release=release, run=run_a(world), per_query={"q1": {**values, "p@10": 0.2}}
+    )
+    client = world.client_for(world.lead)
+    assert "hold the same numbers" in client.get(url(release, run_a(world), "q1")).content.decode()
+    evaluation.per_query = {"q1": {**values, "ndcg@10": 0.5}}
+    evaluation.save()
+    assert (
+        "differ from these numbers" in client.get(url(release, run_a(world), "q1")).content.decode()
+    )
+
+
 def test_it_answers_404_for_a_query_the_release_does_not_label(world: World) -> None:
     release = make_release(world.project, [("q1", "d1", 1)])
     client = world.client_for(world.lead)
