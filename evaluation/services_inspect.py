@@ -43,10 +43,6 @@ class InspectorPage:
     next: str | None
     stored: dict[str, float] | None  # the RunEvaluation's values for this query, if any
 
-    @property
-    def shown(self) -> int:
-        return min(DEPTH, len(self.inspection.rows))
-
 
 def inspection_of(*, release: Release, run: Run, qid: str | None) -> InspectorPage:
     """The inspector's page for ``qid`` (the release's first query when None) of ``run``.
