@@ -22,6 +22,7 @@ from evaluation import api_llm as evaluation_api_llm
 from evaluation import views as evaluation_views
 from evaluation import views_board as board_views
 from evaluation import views_compare as compare_views
+from evaluation import views_inspect as inspect_views
 from evaluation import views_llm as llm_views
 from evaluation import views_release as release_views
 from jobs import views as jobs_views
@@ -211,6 +212,11 @@ urlpatterns = [
         "p/<slug:slug>/releases/<int:number>/scoreboard/",
         board_views.scoreboard,
         name="scoreboard",
+    ),
+    path(
+        "p/<slug:slug>/releases/<int:number>/inspect/<int:run_id>/",
+        inspect_views.inspector,
+        name="inspector",
     ),
     path("p/<slug:slug>/adjudicate/", adjudication_views.adjudicate_queue, name="adjudicate_queue"),
     path(
