@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from evaluation.measures import Contract
+from evaluation.rescore import STORED_CONTRACT
 
 __all__ = [
     "DEFAULT_CONTRACT",
@@ -48,7 +49,7 @@ INSPECTED = ("ndcg@10", "recall@100", "mrr", "map", "judged@10")
 
 # The product default (exponential gain, threshold 1, queries without a relevant document
 # skipped): the contract of the scores stored for releases.
-DEFAULT_CONTRACT = Contract()
+DEFAULT_CONTRACT = STORED_CONTRACT  # the contract the release's stored scores are made under
 
 Failure = Literal["none", "ranking", "retrieval", "no_relevant"]
 

@@ -25,7 +25,8 @@ from pooling.models import Run, RunResult
 from .comparison import Side
 from .gate import SECONDARY, GateReport, gate_report, must_never_break, read_must_never_break
 from .measures import Contract, evaluate
-from .models import MustNeverBreak, Release, ReleaseLabel, RunEvaluation
+from .models import MustNeverBreak, Release, RunEvaluation
+from .services_release import release_qrels
 
 RELEASE_TAG = re.compile(r"(?P<slug>[-a-zA-Z0-9_]+)@(?P<number>[0-9]+)")
 
@@ -56,8 +57,7 @@ def release_from_tag(tag: str) -> Release:
 def release_qrels_map(*, release: Release) -> dict[str, dict[str, int]]:
     """The release's labels as qrels (qid -> docid -> grade), as its qrels download has them."""
     qrels: dict[str, dict[str, int]] = {}
-    rows = ReleaseLabel.objects.filter(release=release).order_by("qid", "docid")
-    for qid, docid, grade in rows.values_list("qid", "docid", "grade"):
+    for qid, docid, grade in release_qrels(release=release):
         qrels.setdefault(qid, {})[docid] = grade
     return qrels
 

@@ -10,11 +10,10 @@ from pathlib import Path
 from annotation.models import Project
 from evaluation.measures import Contract, evaluate
 from evaluation.models import LabelSource, Release, ReleaseLabel, ReleasePolicy, RunEvaluation
+from evaluation.rescore import STORED_MEASURES
 from evaluation.stats import bootstrap_interval
 from formats.trec import RunRow, format_qrels_line
 from pooling.models import Run
-
-STORED_MEASURES = ["ndcg@10", "recall@100", "mrr", "map", "p@10", "hit@5", "hit@10", "judged@10"]
 
 Qrels = Mapping[str, Mapping[str, int]]
 

@@ -14,11 +14,11 @@ from pathlib import Path
 from annotation.models import Project
 from evaluation.measures import Contract, evaluate
 from evaluation.models import Release, ReleaseLabel, RunEvaluation
+from evaluation.rescore import STORED_MEASURES
 from formats.trec import RunRow, format_qrels_line, write_run
 from pooling.models import Run
 from pooling.services import run_create
 
-STORED_MEASURES = ["ndcg@10", "recall@100", "mrr", "map", "p@10", "hit@5", "hit@10", "judged@10"]
 QUERIES = 40
 MISSING_FROM_CANDIDATE = 5  # the candidate run lacks the last five queries
 
