@@ -122,6 +122,11 @@ def release_create(
     project_lock(project)
     humans = Humans.read(project)
     labels = labels_of(project=project, policy=str(policy), unresolved=rule, humans=humans)
+    if not labels:  # a release nothing can be scored against is a mistake, not a snapshot
+        raise ReleaseError(
+            f"Nothing to release: no pair has a label under the {ReleasePolicy(policy).label} "
+            "policy yet. Judge some pairs (or import judgments) first."
+        )
     last = Release.objects.filter(project=project).aggregate(last=Max("number"))["last"] or 0
     lines = [(x.qid, x.docid, x.grade) for x in labels]
     release = Release.objects.create(

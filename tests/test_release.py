@@ -220,15 +220,10 @@ def test_run_ranking_is_in_trec_eval_order(world: ReleaseWorld) -> None:
     assert run_ranking(run=run, qid="q1") == [("d4", 4.0), ("d3", 3.0), ("d2", 2.0), ("d1", 1.0)]
 
 
-def test_an_empty_release_scores_its_runs_with_nothing_counted(
-    tmp_path: Path, django_capture_on_commit_callbacks: Any
-) -> None:
+def test_it_refuses_a_release_with_no_label_and_numbers_nothing() -> None:
     from tests.llm_project import llm_project
 
     project = llm_project("empty")
-    with django_capture_on_commit_callbacks(execute=True):
-        release = release_create(project=project, policy="llm")
-    assert release.pairs == 0 and release_qrels(release=release) == []
-    (stored,) = run_scores(release=release)
-    assert stored.queries == {"scored": 0, "skipped_no_relevant": 0, "missing_from_run": 0}
-    assert stored.means["ndcg@10"] is None and stored.intervals["ndcg@10"] == [None, None]
+    with pytest.raises(ReleaseError, match="Nothing to release: no pair has a label"):
+        release_create(project=project, policy="llm")
+    assert not Release.objects.filter(project=project).exists()
