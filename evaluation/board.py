@@ -157,6 +157,7 @@ class StrataRow:
     weighted: WeightedMean  # per distinct query of the log: 1 / pi
     traffic: WeightedMean  # per search: frequency / pi
     canary: SliceMean | None
+    human_only: SliceMean | None = None  # over the human-only slice, when the release has one
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,7 @@ class StrataBoard:
     canary: Canary | None = None
     canary_queries: int = 0  # queries of the release in the slice
     weighted_queries: int = 0  # queries of the release with an inclusion probability
+    human_only_queries: int = 0  # queries of the human-only slice (no judge labels them)
 
 
 def strata_read(*, release: Release, metric: str, canary: Canary | None = None) -> StrataBoard:
@@ -175,6 +177,9 @@ def strata_read(*, release: Release, metric: str, canary: Canary | None = None) 
     strata = _strata(release, qids)
     pi, frequency = _inclusion_probabilities(release)
     picked = _canary_qids(release, qids, strata, canary) if canary else None
+    # The slice no judge ever labels, as the release's manifest recorded it: a release with LLM
+    # labels is read beside it, so that what the judge changed shows.
+    human_only = set(release.manifest.get("human_only") or [])
     runs = _one_measure(release, metric)
     by_run = [stratum_means(values, strata) for _, values in runs]
     names = sorted({s for means in by_run for s in means}, key=stratum_order)
@@ -186,6 +191,7 @@ def strata_read(*, release: Release, metric: str, canary: Canary | None = None) 
             weighted=weighted_mean(values, pi),
             traffic=weighted_mean(values, pi, frequency),
             canary=slice_mean(values, picked) if picked is not None else None,
+            human_only=slice_mean(values, human_only) if human_only else None,
         )
         for (name, values), means in zip(runs, by_run, strict=True)
     ]
@@ -196,6 +202,7 @@ def strata_read(*, release: Release, metric: str, canary: Canary | None = None) 
         canary=canary,
         canary_queries=len(picked) if picked is not None else 0,
         weighted_queries=len(pi),
+        human_only_queries=len(human_only),
     )
 
 

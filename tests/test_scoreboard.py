@@ -371,3 +371,30 @@ def test_it_shows_an_undefined_mean_and_sorts_it_last(board: dict) -> None:
     page = response.content.decode()
     assert "undefined" in _cell(page, "empty", "data-measure", "mrr")
     assert "not scored" in page.split('class="kappa-plot board-chart"', 1)[1]
+
+
+def test_it_reads_each_run_on_the_human_only_slice_beside_all_queries(
+    db: None, tmp_path: Path
+) -> None:
+    """The slice no judge labels, as the release's manifest recorded it, is a column of the
+    per-stratum section: each run's mean over the slice's scored queries, with n."""
+    from evaluation.services_release import release_create, release_rescore
+    from judging.models import HumanOnlyQuery
+    from tests.release_world import release_world
+
+    world = release_world(tmp_path)
+    HumanOnlyQuery.objects.create(project=world.project, query=world.project.queries.get(qid="q3"))
+    release = release_create(project=world.project, policy="llm", start_rescore=False)
+    release_rescore(release=release)
+    assert release.manifest["human_only"] == ["q10", "q3"]
+    page = world.client_for(world.lead).get(
+        reverse("scoreboard", args=[world.project.slug, release.number]) + "?metric=ndcg@10"
+    )
+    text = page.content.decode()
+    assert "human-only slice" in text and 'id="human-only-slice"' in text
+    stored = RunEvaluation.objects.get(release=release, run__name="b").per_query
+    scored = [stored[q]["ndcg@10"] for q in ("q3", "q10") if q in stored]
+    cell = re.search(r'<tr data-run="b">.*?data-slice="human-only">([^<]*)<span class="muted">'
+                     r"n=(\d+)", text, re.S)  # fmt: skip
+    assert cell is not None and int(cell.group(2)) == len(scored) > 0
+    assert float(cell.group(1)) == pytest.approx(sum(scored) / len(scored), abs=5e-4)
