@@ -8,9 +8,10 @@ ranking; what moving the best-graded document of the top 100 to rank 1 would gai
 split of the nDCG@10 lost between ranking (a relevant document in the top 100, ranked low)
 and retrieval (a relevant document not in the top 100 at all).
 
-:func:`order_values` is the one formula for the five numbers; the page's script
-(``static/js/inspector.js``) mirrors it line for line so that a dragged ranking recomputes
-in the browser, and the browser test holds the two to the same values.
+:func:`order_values` gives the five numbers of any order through ``measures.evaluate``, the
+one implementation of the measures; the page's script (``static/js/inspector.js``) recomputes
+them in the browser for a dragged ranking, and the browser test holds its numbers to
+``order_values``'s for the same order.
 
 Pure core: no Django import.
 """
@@ -18,12 +19,14 @@ Pure core: no Django import.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
-from evaluation.measures import Contract
+from evaluation.measures import Contract, evaluate
 from evaluation.rescore import STORED_CONTRACT
+from formats.trec import RunRow
 
 __all__ = [
     "DEFAULT_CONTRACT",
@@ -37,7 +40,6 @@ __all__ = [
     "RankRow",
     "discount",
     "gain",
-    "ideal_dcg",
     "inspect_query",
     "order_values",
     "window_ndcg",
@@ -46,6 +48,7 @@ __all__ = [
 K = 10  # the nDCG and judged cut-off
 DEPTH = 100  # the recall cut-off, and the window a reranker reorders
 INSPECTED = ("ndcg@10", "recall@100", "mrr", "map", "judged@10")
+QID = "q"  # the one query of the run `order_values` scores
 
 # The product default (exponential gain, threshold 1, queries without a relevant document
 # skipped): the contract of the scores stored for releases.
@@ -66,45 +69,27 @@ def discount(rank: int) -> float:
     return 1.0 / math.log2(rank + 1)
 
 
-def _dcg(grades: Sequence[int | None], contract: Contract, k: int) -> float:
-    # Divided, not multiplied by the discount, as measures.py does: the same rounding.
-    return sum(gain(g, contract) / math.log2(r + 1) for r, g in enumerate(grades[:k], start=1))
-
-
-def ideal_dcg(judged: Sequence[int], contract: Contract, k: int = K) -> float:
-    """IDCG@k: the DCG@k of every judged grade of the query, sorted descending."""
-    return _dcg(sorted(judged, reverse=True), contract, k)
-
-
 def order_values(
     grades: Sequence[int | None], judged: Sequence[int], contract: Contract
 ) -> dict[str, float]:
-    """nDCG@10, recall@100, MRR, AP and judged@10 of one ranking.
+    """nDCG@10, recall@100, MRR, AP and judged@10 of one ranking, computed by
+    ``measures.evaluate`` itself (the one implementation of the measures).
 
     ``grades`` are the grades of the ranked documents in rank order (None: unjudged),
-    ``judged`` every judged grade of the query (what R and the ideal DCG come from).
+    ``judged`` every judged grade of the query (what R and the ideal DCG come from). The
+    ranking becomes a one-query run whose scores fall with the rank, so trec_eval's order is
+    this order; the judged documents it does not hold are added to the qrels. A query with
+    no relevant document is scored, not skipped (every measure over R is then 0), so that a
+    dragged order always has numbers.
     """
-    threshold = contract.rel_threshold
-    n_rel = sum(1 for g in judged if g >= threshold)
-    idcg = ideal_dcg(judged, contract)
-    found = 0
-    first = 0
-    precision_sum = 0.0
-    for rank, grade in enumerate(grades, start=1):
-        if grade is not None and grade >= threshold:
-            found += 1
-            first = first or rank
-            precision_sum += found / rank
-    window = min(K, len(grades))
-    judged_top = sum(1 for g in grades[:K] if g is not None)
-    in_depth = sum(1 for g in grades[:DEPTH] if g is not None and g >= threshold)
-    return {
-        "ndcg@10": _dcg(grades, contract, K) / idcg if idcg > 0 else 0.0,
-        "recall@100": in_depth / n_rel if n_rel else 0.0,
-        "mrr": 1.0 / first if first else 0.0,
-        "map": precision_sum / n_rel if n_rel else 0.0,
-        "judged@10": judged_top / window if window else 0.0,
-    }
+    ranked = [f"r{rank}" for rank in range(len(grades))]
+    rows = [RunRow(QID, d, r + 1, float(len(grades) - r), "") for r, d in enumerate(ranked)]
+    labels = {d: g for d, g in zip(ranked, grades, strict=True) if g is not None}
+    unranked = Counter(judged) - Counter(labels.values())
+    for n, grade in enumerate(unranked.elements()):
+        labels[f"u{n}"] = grade
+    scores = evaluate({QID: labels}, {QID: rows}, INSPECTED, replace(contract, empty="zero"))
+    return dict(scores.per_query[QID]) if QID in scores.per_query else dict.fromkeys(INSPECTED, 0.0)
 
 
 @dataclass(frozen=True)
@@ -200,13 +185,14 @@ def inspect_query(
     values = order_values(row_grades, judged, contract)
     n_rel = sum(1 for g in judged if g >= contract.rel_threshold)
     best = window_ndcg(row_grades, judged, contract)
+    ideal = _ideal(ranking, grades, contract)
     return Inspection(
         rows=_rows(ranking, row_grades, contract),
-        ideal=_ideal(ranking, grades, contract),
+        ideal=ideal,
         values=values,
         judged=tuple(sorted(judged, reverse=True)),
         n_relevant=n_rel,
-        idcg=ideal_dcg(judged, contract),
+        idcg=ideal[-1].cumulative if ideal else 0.0,
         counted=n_rel > 0 or contract.empty == "zero",
         headroom=_headroom(ranking, row_grades, judged, contract, values["ndcg@10"], best),
         diagnosis=_diagnose(row_grades, values["ndcg@10"], best, n_rel, contract),
@@ -251,9 +237,8 @@ def _ideal(
 
 def window_ndcg(grades: Sequence[int | None], judged: Sequence[int], contract: Contract) -> float:
     """The nDCG@10 of the best order of the run's top 100 (what a perfect reranker reaches)."""
-    idcg = ideal_dcg(judged, contract)
     best_order = sorted((g for g in grades[:DEPTH] if g is not None), reverse=True)
-    return _dcg(best_order, contract, K) / idcg if idcg > 0 else 0.0
+    return order_values(best_order, judged, contract)["ndcg@10"]
 
 
 def _headroom(
