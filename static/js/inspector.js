@@ -1,7 +1,9 @@
 // The per-query inspector: drag a document of the top 100 to another rank (or move it with
-// its ↑ / ↓ buttons) and every number recomputes for the new order. The maths mirrors
-// evaluation/inspect.py (order_values) line for line; the browser test holds the two to the
-// same values, and on load the page checks that this script agrees with the server.
+// its ↑ / ↓ buttons) and every number recomputes for the new order, as the measures'
+// definitions (evaluation/measures.py) state them: the browser's copy, needed to recompute
+// without a request. The browser test holds it to the server's numbers for the same order
+// (measures.evaluate, through evaluation/inspect.py's order_values), and on load the page
+// checks that this script agrees with the server.
 (function () {
   "use strict";
   const source = document.getElementById("inspector-data");
