@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from django.db.models.functions import Left
 
 from annotation.models import Document, Query
-from pooling.models import Run, RunResult
+from pooling.models import Run
 
 from .inspect import DEFAULT_CONTRACT, DEPTH, Inspection, inspect_query
 from .models import Release, ReleaseLabel, RunEvaluation
+from .services_release import run_ranking
 
 __all__ = ["InspectorPage", "QueryChoice", "QueryNotInRelease", "inspection_of"]
 
@@ -57,9 +58,7 @@ def inspection_of(*, release: Release, run: Run, qid: str | None) -> InspectorPa
     labels = dict(
         ReleaseLabel.objects.filter(release=release, qid=qid).values_list("docid", "grade")
     )
-    ranking = list(
-        RunResult.objects.filter(run=run, qid=qid).order_by("rank").values_list("docid", flat=True)
-    )
+    ranking = [docid for docid, _ in run_ranking(run=run, qid=qid)]
     inspection = inspect_query(ranking, labels, DEFAULT_CONTRACT)
     return InspectorPage(
         qid=qid,
