@@ -30,6 +30,7 @@ from annotation.services import membership_set
 from formats.trec import FormatError, QrelRow, iter_qrels_numbered
 from pooling.models import Pair
 
+from .answers import current_answers
 from .models import JudgeKind, JudgeVersion, Judgment, Kind, LLMJudge, LLMJudgment, LLMStatus
 
 KINDS = ("human", "llm")
@@ -171,19 +172,19 @@ def _person(project: Project, name: str) -> tuple[User, bool, bool]:
     return user, created, not member
 
 
-def _current_grades(user: User, pair_ids: set[int]) -> dict[int, int | None]:
-    """The person's current answer on each pair they answered: the grade, or None when the
-    latest row is not a grade (unsure, skip, undo)."""
-    current: dict[int, int | None] = {}
-    rows = Judgment.objects.filter(user=user, pair_id__in=pair_ids).order_by("id")
-    for pair_id, row_kind, grade in rows.values_list("pair_id", "kind", "grade").iterator():
-        current[pair_id] = grade if row_kind == Kind.GRADE else None
-    return current
+def _current_grades(project: Project, user: User, pair_ids: set[int]) -> dict[int, int | None]:
+    """The person's current answer on each pair they answered (`answers.current_answers`, the
+    one statement of "current"): the grade, or None when it is unsure or skipped."""
+    return {
+        answer.pair_id: answer.grade
+        for answer in current_answers(project_id=project.pk)
+        if answer.user_id == user.pk and answer.pair_id in pair_ids
+    }
 
 
 def _as_person(project: Project, name: str, labels: dict[int, int]) -> ImportResult:
     user, created, added = _person(project, name)
-    current = {} if created else _current_grades(user, set(labels))
+    current = {} if created else _current_grades(project, user, set(labels))
     protocol = project.current_protocol()
     new = [
         Judgment(
