@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,13 +27,13 @@ from agreement.double import Filters
 from agreement.kappa import Qrels
 from annotation.models import Project
 from formats.trec import RunRow
-from pooling.models import Run, RunResult
+from pooling.models import Run
+from pooling.services import runs_ranked
 
 from .measures import Contract, evaluate
 
 MEASURE = "ndcg@10"
 DEPTH = 10  # nDCG@10 reads no deeper: only the top ten of each run is fetched
-QIDS_PER_QUERY = 500  # qids per IN list, well under SQLite's limit on bound parameters
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ def _floor(runs: Sequence[Run], a_qrels: Qrels, b_qrels: Qrels) -> NoiseFloor:
     contract = Contract(rel_threshold=RELEVANCE_THRESHOLD)
     if len(runs) < 2 or not a_qrels:
         return NoiseFloor(len(runs), len(a_qrels), (), (), contract)
-    ranked = _top_rows(runs, sorted(a_qrels))
+    ranked = runs_ranked(runs=runs, qids=sorted(a_qrels), depth=DEPTH)
     scores = tuple(
         RunScore(
             run.name,
@@ -121,16 +120,3 @@ def _floor(runs: Sequence[Run], a_qrels: Qrels, b_qrels: Qrels) -> NoiseFloor:
 
 def _mean(qrels: Qrels, rows: dict[str, list[RunRow]], contract: Contract) -> float:
     return evaluate(qrels, rows, [MEASURE], contract).mean[MEASURE]
-
-
-def _top_rows(runs: Sequence[Run], qids: Sequence[str]) -> dict[int, dict[str, list[RunRow]]]:
-    """Each run's top ten rows for the queries, by run id and qid."""
-    names = {run.pk: run.name for run in runs}
-    ranked: dict[int, dict[str, list[RunRow]]] = {run.pk: defaultdict(list) for run in runs}
-    for start in range(0, len(qids), QIDS_PER_QUERY):
-        rows = RunResult.objects.filter(
-            run__in=runs, qid__in=qids[start : start + QIDS_PER_QUERY], rank__lte=DEPTH
-        ).values_list("run_id", "qid", "docid", "rank", "score")
-        for run_id, qid, docid, rank, score in rows.iterator(chunk_size=10_000):
-            ranked[run_id][qid].append(RunRow(qid, docid, rank, score, names[run_id]))
-    return ranked

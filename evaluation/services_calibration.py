@@ -22,7 +22,6 @@ from django.db import transaction
 from agreement.labels import PairGrades, final_label
 from agreement.services_adjudication import latest_adjudications
 from annotation.models import Project
-from formats.trec import RunRow
 from jobs.models import Job
 from jobs.services import job_create
 from judging.answers import current_answers
@@ -44,7 +43,7 @@ from judging.services_llm import (
     latest_calibration,
     llm_label_pairs,
 )
-from pooling.models import RunResult
+from pooling.services import runs_ranked
 
 from .calibration import MIN_RUNS, Observations, Thresholds, calibrate, observations
 from .measures import Contract, evaluate
@@ -124,15 +123,11 @@ def _run_scores(
 ) -> dict[str, tuple[float, float]] | None:
     """nDCG@10 (the default contract) of each project run under both sets of labels; None
     under `MIN_RUNS` runs."""
-    names = dict(project.runs.values_list("pk", "name"))
-    if len(names) < MIN_RUNS or not human:
+    project_runs = list(project.runs.all())
+    if len(project_runs) < MIN_RUNS or not human:
         return None
-    runs: dict[int, dict[str, list[RunRow]]] = {pk: {} for pk in names}
-    rows = RunResult.objects.filter(run__project=project, rank__lte=RANKING_DEPTH).values_list(
-        "run_id", "qid", "docid", "rank", "score"
-    )
-    for run_id, qid, docid, rank, score in rows.iterator(chunk_size=20_000):
-        runs[run_id].setdefault(qid, []).append(RunRow(qid, docid, rank, score, ""))
+    names = {run.pk: run.name for run in project_runs}
+    runs = runs_ranked(runs=project_runs, depth=RANKING_DEPTH)
     contract = Contract()
     return {
         names[pk]: (

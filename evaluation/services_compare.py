@@ -20,7 +20,8 @@ from django.db import transaction
 from annotation.models import Project
 from formats.text import lines
 from formats.trec import FormatError, RunRow, read_run
-from pooling.models import Run, RunResult
+from pooling.models import Run
+from pooling.services import runs_ranked
 
 from .comparison import Side
 from .gate import SECONDARY, GateReport, gate_report, must_never_break, read_must_never_break
@@ -144,11 +145,7 @@ def must_never_break_export(*, project: Project) -> str:
 
 def ranked_for(*, run: Run, qids: set[str]) -> dict[str, list[RunRow]]:
     """The stored rankings of `qids` (trec_eval order, as stored), for the gate's check."""
-    ranked: dict[str, list[RunRow]] = {}
-    rows = RunResult.objects.filter(run=run, qid__in=qids).order_by("qid", "rank")
-    for qid, docid, rank, score in rows.values_list("qid", "docid", "rank", "score"):
-        ranked.setdefault(qid, []).append(RunRow(qid, docid, rank, score, run.name))
-    return ranked
+    return runs_ranked(runs=[run], qids=sorted(qids))[run.pk]
 
 
 # ---------------------------------------------------------------------------------------------

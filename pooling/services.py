@@ -61,6 +61,34 @@ def run_read(
     return name or _single_tag(ranked, shown), ranked
 
 
+QIDS_PER_QUERY = 500  # qids per IN list, well under SQLite's limit on bound parameters
+
+
+def runs_ranked(
+    *, runs: Sequence[Run], qids: Sequence[str] | None = None, depth: int | None = None
+) -> dict[int, dict[str, list[RunRow]]]:
+    """The stored rankings of `runs` (trec_eval order, as stored), by run id and qid: every
+    query, or only `qids`; every rank, or the top `depth`."""
+    names = {run.pk: run.name for run in runs}
+    ranked: dict[int, dict[str, list[RunRow]]] = {pk: defaultdict(list) for pk in names}
+    rows = RunResult.objects.filter(run__in=list(names)).order_by("run", "qid", "rank")
+    if depth is not None:
+        rows = rows.filter(rank__lte=depth)
+    chunks = (
+        [rows]
+        if qids is None
+        else [
+            rows.filter(qid__in=qids[i : i + QIDS_PER_QUERY])
+            for i in range(0, len(qids), QIDS_PER_QUERY)
+        ]
+    )
+    for chunk in chunks:
+        fields = chunk.values_list("run_id", "qid", "docid", "rank", "score")
+        for run_id, qid, docid, rank, score in fields.iterator(chunk_size=20_000):
+            ranked[run_id][qid].append(RunRow(qid, docid, rank, score, names[run_id]))
+    return ranked
+
+
 @transaction.atomic
 def run_create(
     *,
